@@ -1,0 +1,163 @@
+//! `assay env setup` and `assay env status`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile, SetupObserver};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Subcommand)]
+pub enum EnvCommand {
+    /// Create (or finish) a profile's environment in the user cache. Idempotent.
+    Setup {
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Show which profiles are installed for the chosen interpreter, and where.
+    Status {
+        /// The interpreter whose environments to show.
+        #[arg(long, env = "ASSAY_PYTHON")]
+        python: Option<PathBuf>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Which environment a command works with.
+#[derive(Args, Clone)]
+pub struct Select {
+    /// The pinned package set: `bigcodebench` or `test`.
+    #[arg(long, default_value_t = Profile::default_profile().name.to_string())]
+    pub profile: String,
+    /// The base CPython 3.11 to build the environment from (default: python3.11 or python3 on PATH).
+    #[arg(long, env = "ASSAY_PYTHON")]
+    pub python: Option<PathBuf>,
+}
+
+impl Select {
+    pub fn locate(&self) -> Result<Environment> {
+        let profile = Profile::by_name(&self.profile)?;
+        let interpreter = Interpreter::discover(self.python.as_deref())?;
+        Ok(Environment::locate(profile, interpreter)?)
+    }
+}
+
+pub fn run(cmd: EnvCommand) -> Result<()> {
+    match cmd {
+        EnvCommand::Setup { select } => {
+            let env = select.locate()?;
+            if let EnvStatus::Complete(m) = env.status() {
+                println!(
+                    "profile `{}` is already complete at {} ({} packages, Python {})",
+                    m.profile,
+                    env.dir.display(),
+                    m.packages.len(),
+                    m.python_version
+                );
+                return Ok(());
+            }
+            let marker = env.setup(&Spinner::new())?;
+            println!(
+                "profile `{}` ready at {} ({} packages via {}, {:.0} s)",
+                marker.profile,
+                env.dir.display(),
+                marker.packages.len(),
+                marker.installer,
+                marker.setup_seconds
+            );
+            Ok(())
+        }
+        EnvCommand::Status { python, json } => status(python, json),
+    }
+}
+
+fn status(python: Option<PathBuf>, json: bool) -> Result<()> {
+    let interpreter = Interpreter::discover(python.as_deref())?;
+    let mut rows = Vec::new();
+    for profile in Profile::ALL {
+        let row = match Environment::locate(*profile, interpreter.clone()) {
+            Ok(env) => {
+                let (state, packages) = match env.status() {
+                    EnvStatus::Missing => ("missing", None),
+                    EnvStatus::Incomplete => ("incomplete", None),
+                    EnvStatus::Complete(m) => ("complete", Some(m.packages.len())),
+                };
+                serde_json::json!({
+                    "profile": profile.name, "status": state, "path": env.dir,
+                    "packages": packages, "pinned": profile.package_count(),
+                })
+            }
+            Err(e) => serde_json::json!({
+                "profile": profile.name, "status": "unavailable", "reason": e.to_string(),
+            }),
+        };
+        rows.push(row);
+    }
+    if json {
+        let doc = serde_json::json!({
+            "python": {"executable": interpreter.executable, "version": interpreter.version_string()},
+            "profiles": rows,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!(
+        "Python {} ({})",
+        interpreter.version_string(),
+        interpreter.executable.display()
+    );
+    for row in &rows {
+        let name = row["profile"].as_str().unwrap_or_default();
+        let state = row["status"].as_str().unwrap_or_default();
+        let detail = match state {
+            "complete" => format!(
+                "{} packages at {}",
+                row["packages"],
+                row["path"].as_str().unwrap_or("")
+            ),
+            "unavailable" => row["reason"].as_str().unwrap_or("").to_string(),
+            _ => format!("run `assay env setup --profile {name}`"),
+        };
+        println!("  {name:<14} {state:<11} {detail}");
+    }
+    Ok(())
+}
+
+/// Draws setup progress on stderr: the current step, and the installer's latest line.
+pub struct Spinner(ProgressBar);
+
+impl Spinner {
+    pub fn new() -> Self {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed}] {prefix} {wide_msg}")
+                .expect("valid template"),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Spinner(bar)
+    }
+}
+
+impl SetupObserver for Spinner {
+    fn step(&self, message: &str) {
+        // A hidden bar (stderr is not a terminal) drops println; logs still need the steps.
+        if self.0.is_hidden() {
+            eprintln!("assay: {message}");
+        } else {
+            self.0.println(format!("assay: {message}"));
+        }
+        self.0.set_message("");
+    }
+    fn output(&self, line: &str) {
+        self.0.set_message(line.trim().to_string());
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}

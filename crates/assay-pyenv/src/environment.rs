@@ -1,0 +1,101 @@
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::{cache_root, Error, Interpreter, Profile, Result};
+
+/// One [`Profile`] installed for one [`Interpreter`], as a virtual environment in the cache.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    pub profile: Profile,
+    pub interpreter: Interpreter,
+    /// `<cache>/envs/<profile>-py<X.Y>-<digest>`.
+    pub dir: PathBuf,
+}
+
+/// Written as the very last step of a successful setup: its presence is what "complete" means.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Marker {
+    pub profile: String,
+    pub requirements_digest: String,
+    pub python_executable: PathBuf,
+    pub python_version: String,
+    /// `uv` or `pip`.
+    pub installer: String,
+    /// Unix seconds.
+    pub installed_at: u64,
+    pub setup_seconds: f64,
+    /// `name==version` of every distribution in the environment.
+    pub packages: Vec<String>,
+}
+
+/// What [`Environment::status`] finds on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnvStatus {
+    Missing,
+    /// The directory exists but setup never finished (interrupted, or failed).
+    Incomplete,
+    Complete(Box<Marker>),
+}
+
+pub(crate) const MARKER_FILE: &str = "assay-env.json";
+
+impl Environment {
+    /// Where `profile` lives for `interpreter`. Nothing is created.
+    pub fn locate(profile: Profile, interpreter: Interpreter) -> Result<Self> {
+        let (major, minor, _) = interpreter.version;
+        if (major, minor) != profile.python {
+            return Err(Error::WrongVersion {
+                profile: profile.name.to_string(),
+                need: format!("{}.{}", profile.python.0, profile.python.1),
+                found: interpreter.version_string(),
+                path: interpreter.executable.clone(),
+            });
+        }
+        // Different interpreters (paths or patch releases) get different environments: a venv
+        // is tied to the binary it was made from.
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(profile.requirements.as_bytes());
+        hasher.update(interpreter.executable.as_os_str().as_encoded_bytes());
+        hasher.update(interpreter.version_string().as_bytes());
+        let digest = &hasher.finalize().to_hex()[..12];
+        let dir = cache_root()?
+            .join("envs")
+            .join(format!("{}-py{major}.{minor}-{digest}", profile.name));
+        Ok(Environment {
+            profile,
+            interpreter,
+            dir,
+        })
+    }
+
+    /// The environment's own interpreter (`bin/python`), the one the sandbox runs.
+    pub fn python(&self) -> PathBuf {
+        self.dir.join("bin").join("python")
+    }
+
+    pub fn status(&self) -> EnvStatus {
+        if !self.dir.exists() {
+            return EnvStatus::Missing;
+        }
+        match read_marker(&self.dir) {
+            Some(marker) if marker.requirements_digest == self.profile.digest() => {
+                EnvStatus::Complete(Box::new(marker))
+            }
+            _ => EnvStatus::Incomplete,
+        }
+    }
+
+    /// The complete environment, set up first if needed; `observer` hears about the setup.
+    pub fn ensure(&self, observer: &dyn crate::SetupObserver) -> Result<Marker> {
+        match self.status() {
+            EnvStatus::Complete(marker) => Ok(*marker),
+            _ => self.setup(observer),
+        }
+    }
+}
+
+pub(crate) fn read_marker(dir: &Path) -> Option<Marker> {
+    let text = std::fs::read_to_string(dir.join(MARKER_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}

@@ -1,0 +1,358 @@
+//! Building an [`Environment`]: lock, pick an installer, create the venv, install the pins,
+//! verify the preload modules import, and only then write the completion marker.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::environment::{read_marker, MARKER_FILE};
+use crate::interpreter::find_on_path;
+use crate::{cache_root, Environment, Error, Marker, Result};
+
+/// The uv release assay installs from PyPI when none is on `PATH`.
+const UV_VERSION: &str = "0.13.9";
+const LOCK_WAIT: Duration = Duration::from_secs(60 * 60);
+const VENV_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(90 * 60);
+const VERIFY_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Hears about a setup as it happens (the CLI draws a spinner; tests stay quiet).
+pub trait SetupObserver {
+    /// A new step started.
+    fn step(&self, message: &str);
+    /// A line of output from the current step's tool.
+    fn output(&self, line: &str);
+}
+
+/// An observer that ignores everything.
+pub struct SilentObserver;
+
+impl SetupObserver for SilentObserver {
+    fn step(&self, _: &str) {}
+    fn output(&self, _: &str) {}
+}
+
+enum Installer {
+    Uv(PathBuf),
+    Pip,
+}
+
+impl Environment {
+    /// Creates (or finishes, or re-verifies) this environment. Safe to call concurrently: a
+    /// second caller waits on the lock and then finds the environment complete.
+    pub fn setup(&self, observer: &dyn SetupObserver) -> Result<Marker> {
+        let started = Instant::now();
+        let envs = self.dir.parent().expect("environment dir has a parent");
+        std::fs::create_dir_all(envs).map_err(|e| Error::io(envs, e))?;
+        let _lock = lock(&self.dir.with_extension("lock"), observer)?;
+        if let Some(marker) = read_marker(&self.dir) {
+            if marker.requirements_digest == self.profile.digest() {
+                return Ok(marker);
+            }
+        }
+
+        let installer = choose_installer(&self.interpreter.executable, observer);
+        if self.dir.exists() {
+            observer.step("removing an incomplete environment");
+            std::fs::remove_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        }
+
+        observer.step(&format!(
+            "creating a virtual environment with Python {} at {}",
+            self.interpreter.version_string(),
+            self.dir.display()
+        ));
+        let mut venv = match &installer {
+            Installer::Uv(uv) => {
+                let mut c = Command::new(uv);
+                c.arg("venv")
+                    .arg("--python")
+                    .arg(&self.interpreter.executable);
+                c
+            }
+            Installer::Pip => {
+                let mut c = Command::new(&self.interpreter.executable);
+                c.args(["-m", "venv"]);
+                c
+            }
+        };
+        venv.arg(&self.dir);
+        run_step(
+            "creating the virtual environment",
+            venv,
+            VENV_TIMEOUT,
+            observer,
+        )?;
+
+        let requirements = self.dir.join("assay-requirements.txt");
+        std::fs::write(&requirements, self.profile.requirements)
+            .map_err(|e| Error::io(&requirements, e))?;
+        observer.step(&format!(
+            "installing {} pinned packages of profile `{}` with {}",
+            self.profile.package_count(),
+            self.profile.name,
+            match installer {
+                Installer::Uv(_) => "uv",
+                Installer::Pip => "pip",
+            }
+        ));
+        let install = match &installer {
+            Installer::Uv(uv) => {
+                let mut c = Command::new(uv);
+                c.args(["pip", "install", "--python"])
+                    .arg(self.python())
+                    .arg("-r")
+                    .arg(&requirements);
+                c
+            }
+            Installer::Pip => {
+                let mut c = Command::new(self.python());
+                c.args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
+                    .arg(&requirements);
+                c
+            }
+        };
+        run_step("installing packages", install, INSTALL_TIMEOUT, observer)?;
+
+        observer.step("checking that the preloaded modules import");
+        let mut verify = Command::new(self.python());
+        verify.args(["-I", "-c", VERIFY_SCRIPT]);
+        verify.args(self.profile.preload);
+        verify.env("MPLBACKEND", "Agg");
+        let out = run_step("checking imports", verify, VERIFY_TIMEOUT, observer)?;
+        let packages: Vec<String> =
+            serde_json::from_str(out.stdout.trim()).map_err(|e| Error::Install {
+                step: "listing installed packages".into(),
+                detail: format!("{e}: {}", out.stdout.trim()),
+            })?;
+
+        let marker = Marker {
+            profile: self.profile.name.to_string(),
+            requirements_digest: self.profile.digest(),
+            python_executable: self.interpreter.executable.clone(),
+            python_version: self.interpreter.version_string(),
+            installer: match installer {
+                Installer::Uv(_) => "uv".into(),
+                Installer::Pip => "pip".into(),
+            },
+            installed_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            setup_seconds: started.elapsed().as_secs_f64(),
+            packages,
+        };
+        let tmp = self.dir.join(format!("{MARKER_FILE}.tmp"));
+        let text = serde_json::to_string_pretty(&marker).expect("marker serializes");
+        std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+        let path = self.dir.join(MARKER_FILE);
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        Ok(marker)
+    }
+}
+
+/// Imports every module named in argv, then prints the installed distributions as JSON.
+const VERIFY_SCRIPT: &str = r#"
+import importlib, importlib.metadata as md, json, sys
+failed = []
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as e:
+        failed.append(f"{name}: {type(e).__name__}: {e}")
+if failed:
+    sys.exit("cannot import: " + "; ".join(failed))
+print(json.dumps(sorted(f"{d.metadata['Name']}=={d.version}" for d in md.distributions())))
+"#;
+
+/// Holds an exclusive `flock` on `path` for as long as the returned file lives.
+fn lock(path: &Path, observer: &dyn SetupObserver) -> Result<File> {
+    use rustix::fs::{flock, FlockOperation};
+    let file = File::create(path).map_err(|e| Error::io(path, e))?;
+    let deadline = Instant::now() + LOCK_WAIT;
+    let mut told = false;
+    loop {
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(file),
+            Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
+                if !told {
+                    observer.step(
+                        "waiting for another assay process that is installing this environment",
+                    );
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            Err(e) => {
+                return Err(Error::Install {
+                    step: format!("locking {}", path.display()),
+                    detail: if e == rustix::io::Errno::WOULDBLOCK {
+                        format!("still locked after {} s", LOCK_WAIT.as_secs())
+                    } else {
+                        e.to_string()
+                    },
+                })
+            }
+        }
+    }
+}
+
+/// `uv` from `PATH`, else the copy assay keeps in its cache (installed from PyPI with the base
+/// interpreter's pip on first use), else plain pip.
+fn choose_installer(python: &Path, observer: &dyn SetupObserver) -> Installer {
+    if let Some(uv) = find_on_path("uv") {
+        return Installer::Uv(uv);
+    }
+    let Ok(root) = cache_root() else {
+        return Installer::Pip;
+    };
+    let tools = root.join("tools").join(format!("uv-{UV_VERSION}"));
+    let uv = tools.join("bin").join("uv");
+    if uv.is_file() {
+        return Installer::Uv(uv);
+    }
+    observer.step(&format!(
+        "installing uv {UV_VERSION} from PyPI (faster installs)"
+    ));
+    let mut venv = Command::new(python);
+    venv.args(["-m", "venv", "--clear"]).arg(&tools);
+    let mut pip = Command::new(tools.join("bin").join("python"));
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
+        .arg(format!("uv=={UV_VERSION}"));
+    let bootstrapped = run_step("creating a venv for uv", venv, VENV_TIMEOUT, observer)
+        .and_then(|_| run_step("installing uv", pip, VENV_TIMEOUT, observer));
+    match bootstrapped {
+        Ok(_) if uv.is_file() => Installer::Uv(uv),
+        Ok(_) => Installer::Pip,
+        Err(e) => {
+            observer.step(&format!(
+                "uv is unavailable ({e}); falling back to venv + pip"
+            ));
+            let _ = std::fs::remove_dir_all(&tools);
+            Installer::Pip
+        }
+    }
+}
+
+fn run_step(
+    step: &str,
+    cmd: Command,
+    timeout: Duration,
+    observer: &dyn SetupObserver,
+) -> Result<Finished> {
+    let out = run_bounded(cmd, timeout, &mut |line| observer.output(line)).map_err(|e| {
+        Error::Install {
+            step: step.into(),
+            detail: e.to_string(),
+        }
+    })?;
+    if !out.success {
+        let tail: Vec<&str> = out.stderr.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(Error::Install {
+            step: step.into(),
+            detail: format!("exited with {}\n{}", out.status, tail.join("\n")),
+        });
+    }
+    Ok(out)
+}
+
+pub(crate) struct Finished {
+    pub status: ExitStatus,
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `cmd` to completion or until `timeout` (then kills it), streaming both output streams
+/// line by line to `on_line` and collecting them.
+pub(crate) fn run_bounded(
+    mut cmd: Command,
+    timeout: Duration,
+    on_line: &mut dyn FnMut(&str),
+) -> std::io::Result<Finished> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn()?;
+    let (tx, rx) = mpsc::channel::<(bool, String)>();
+    let readers = [
+        pump(
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            true,
+            tx.clone(),
+        ),
+        pump(
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            false,
+            tx,
+        ),
+    ];
+    let deadline = Instant::now() + timeout;
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    let status = loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok((is_stdout, line)) => {
+                on_line(&line);
+                let buf = if is_stdout { &mut stdout } else { &mut stderr };
+                buf.push_str(&line);
+                buf.push('\n');
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Both streams closed: the child is exiting; don't spin while it does.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no result after {} s; stopped it", timeout.as_secs()),
+            ));
+        }
+    };
+    for reader in readers.into_iter().flatten() {
+        let _ = reader.join();
+    }
+    for (is_stdout, line) in rx.try_iter() {
+        on_line(&line);
+        let buf = if is_stdout { &mut stdout } else { &mut stderr };
+        buf.push_str(&line);
+        buf.push('\n');
+    }
+    Ok(Finished {
+        success: status.success(),
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+fn pump(
+    stream: Option<Box<dyn Read + Send>>,
+    is_stdout: bool,
+    tx: mpsc::Sender<(bool, String)>,
+) -> Option<std::thread::JoinHandle<()>> {
+    let stream = stream?;
+    Some(std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(|l| l.ok()) {
+            if tx.send((is_stdout, line)).is_err() {
+                break;
+            }
+        }
+    }))
+}

@@ -1,0 +1,72 @@
+//! Isolated Python environments for assay.
+//!
+//! assay runs untrusted Python against pinned third-party libraries. Those libraries must not be
+//! whatever happens to be installed on the machine: a benchmark's verdicts depend on exact
+//! versions (a numpy or scipy bump flips tests). This crate owns that environment:
+//!
+//! * [`Interpreter`] finds the base CPython to build on (`--python`, `ASSAY_PYTHON`, then
+//!   `python3.11` / `python3` on `PATH`) and resolves launcher shims such as pyenv's to the real
+//!   binary, because a shim adds ~150 ms to every start.
+//! * [`Profile`] is a named, pinned requirement set embedded in the binary, plus the modules
+//!   worth pre-importing in the sandbox's worker processes.
+//! * [`Environment`] is one profile installed for one interpreter in the user's cache directory
+//!   (`$XDG_CACHE_HOME/assay/envs/...`). [`Environment::setup`] creates it with `uv` (found on
+//!   `PATH` or bootstrapped from PyPI) or falls back to `venv` + `pip`; it is idempotent, holds a
+//!   file lock so concurrent callers wait instead of racing, and writes a completion marker
+//!   last, so a half-installed environment is never mistaken for a complete one.
+
+mod cache;
+mod environment;
+mod install;
+mod interpreter;
+mod profile;
+
+pub use cache::cache_root;
+pub use environment::{EnvStatus, Environment, Marker};
+pub use install::{SetupObserver, SilentObserver};
+pub use interpreter::Interpreter;
+pub use profile::Profile;
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while finding or building a Python environment.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no Python interpreter found: {0}")]
+    NoInterpreter(String),
+    #[error("{path}: not a usable Python interpreter: {reason}")]
+    BadInterpreter { path: PathBuf, reason: String },
+    #[error(
+        "profile `{profile}` needs Python {need}, but {path} is Python {found}; \
+         choose another interpreter with --python PATH or ASSAY_PYTHON"
+    )]
+    WrongVersion {
+        profile: String,
+        need: String,
+        found: String,
+        path: PathBuf,
+    },
+    #[error("unknown profile `{0}` (known: {1})")]
+    UnknownProfile(String, String),
+    #[error("cannot determine a cache directory: set XDG_CACHE_HOME, HOME or ASSAY_CACHE_DIR")]
+    NoCacheDir,
+    #[error("{step} failed: {detail}")]
+    Install { step: String, detail: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

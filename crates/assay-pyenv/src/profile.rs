@@ -1,0 +1,119 @@
+use crate::{Error, Result};
+
+/// A named, pinned set of Python packages, embedded in the binary so that every assay of one
+/// version installs exactly the same environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Profile {
+    /// The name users type: `assay env setup --profile NAME`.
+    pub name: &'static str,
+    /// One line for `assay env status`.
+    pub summary: &'static str,
+    /// A pip requirements file (one `name==version` per line; comments allowed).
+    pub requirements: &'static str,
+    /// Modules the sandbox's worker processes import once, before forking jobs. Ordered so that
+    /// a module's heavy dependencies come first; missing ones are skipped at run time.
+    pub preload: &'static [&'static str],
+    /// The `(major, minor)` CPython release the pins were resolved for.
+    pub python: (u32, u32),
+}
+
+const BIGCODEBENCH: Profile = Profile {
+    name: "bigcodebench",
+    summary: "the 139 libraries BigCodeBench's tests use (official pins, adapted to CPython 3.11)",
+    requirements: include_str!("../profiles/bigcodebench.txt"),
+    preload: &[
+        "numpy",
+        "pandas",
+        "matplotlib",
+        "matplotlib.pyplot",
+        "scipy",
+        "scipy.stats",
+        "sklearn",
+        "seaborn",
+    ],
+    python: (3, 11),
+};
+
+const TEST: Profile = Profile {
+    name: "test",
+    summary: "numpy, pandas and matplotlib: the small environment of the test suite and bench",
+    requirements: include_str!("../profiles/test.txt"),
+    preload: &["numpy", "pandas", "matplotlib", "matplotlib.pyplot"],
+    python: (3, 11),
+};
+
+impl Profile {
+    /// Every profile this build knows, the default first.
+    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST];
+
+    /// The profile used when none is named.
+    pub fn default_profile() -> Profile {
+        Self::ALL[0]
+    }
+
+    pub fn by_name(name: &str) -> Result<Profile> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name == name)
+            .ok_or_else(|| {
+                let known: Vec<_> = Self::ALL.iter().map(|p| p.name).collect();
+                Error::UnknownProfile(name.to_string(), known.join(", "))
+            })
+    }
+
+    /// A short stable digest of the requirement set, part of the environment's directory name,
+    /// so that changing a pin builds a new environment instead of mutating an old one.
+    pub fn digest(&self) -> String {
+        blake3::hash(self.requirements.as_bytes()).to_hex()[..12].to_string()
+    }
+
+    /// The number of pinned packages (non-comment, non-blank lines).
+    pub fn package_count(&self) -> usize {
+        self.requirements
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or("").trim())
+            .filter(|l| !l.is_empty())
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_requirement_line_is_an_exact_pin() {
+        for profile in Profile::ALL {
+            for line in profile.requirements.lines() {
+                let req = line.split('#').next().unwrap().trim();
+                if req.is_empty() {
+                    continue;
+                }
+                assert!(
+                    req.contains("==") && !req.contains(['<', '>', '~', '*']),
+                    "{}: `{req}` is not an exact pin",
+                    profile.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_by_name_and_unknown_names() {
+        assert_eq!(Profile::by_name("test").unwrap().name, "test");
+        let err = Profile::by_name("nope").unwrap_err().to_string();
+        assert!(
+            err.contains("bigcodebench") && err.contains("test"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bigcodebench_profile_is_the_full_pinned_set() {
+        let p = Profile::by_name("bigcodebench").unwrap();
+        assert!(p.package_count() > 150, "{}", p.package_count());
+        assert!(p.requirements.contains("pandas==2.0.3"));
+        assert_ne!(p.digest(), Profile::by_name("test").unwrap().digest());
+    }
+}

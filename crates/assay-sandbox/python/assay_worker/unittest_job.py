@@ -1,0 +1,317 @@
+"""A unittest job with BigCodeBench's official semantics.
+
+What the official evaluator does in its child process, and so what this does:
+  * ``code + "\\n" + test`` is compiled as ``__test__.py`` and executed in one fresh module named
+    ``__test__`` whose globals start with ``__builtins__, __file__, __package__, __doc__, sys, os,
+    environ``; the module is then registered in ``sys.modules``;
+  * the test class (``TestCases``) is loaded with ``unittest.TestLoader`` (methods in name
+    order) and run into a ``TestResult``;
+  * ``faulthandler`` is disabled, ``exit``/``quit`` are removed from builtins, pyplot figures are
+    closed, TZ is UTC;
+  * stdout, stderr and stdin are one write-only text stream (reading it raises ``OSError``), and
+    ``subprocess.Popen``/``run`` default to piping the child's output.
+
+Differences, both deliberate: the swallowed text is forwarded to the job's stdout pipe (capped
+by the supervisor) instead of accumulating in memory, and the time limit is enforced from
+outside the process instead of by SIGALRM.
+
+Because code and tests share one interpreter (the benchmark's definition), the code can reach
+the test machinery. This module makes the usual cheats fail loudly instead of passing: it
+snapshots unittest's classes and functions before the code runs and reports any that changed
+("tampered"); it streams one event per test as it finishes, so an early ``os._exit`` leaves
+tests without verdicts; and results travel on their own descriptor, never on stdout.
+"""
+
+import builtins
+import faulthandler
+import io
+import os
+import subprocess
+import sys
+import time
+import types
+import unittest
+from unittest import case as _case
+from unittest import loader as _loader
+from unittest import result as _result
+from unittest import suite as _suite
+
+DETAIL_CAP = 64 << 10
+_MISSING = object()
+_RANK = {"pass": 0, "skip": 0, "xfail": 0, "xpass": 0, "fail": 1, "error": 2}
+# Test-class attributes that decide what a test does.
+_TEST_HOOKS = ("setUp", "tearDown", "setUpClass", "tearDownClass", "run", "__call__", "debug")
+
+
+def cap(text, limit=DETAIL_CAP):
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    return f"{text[:head]}\n... [{len(text) - limit} characters cut] ...\n{text[head - limit:]}"
+
+
+def describe(exc, own_frames=0):
+    """An exception as a dict; ``own_frames`` leading traceback frames (the runner's) dropped."""
+    import traceback
+
+    frames = exc.__traceback__
+    for _ in range(own_frames):
+        if frames is not None:
+            frames = frames.tb_next
+    return {
+        "type": type(exc).__name__,
+        "message": cap(str(exc)),
+        "traceback": cap("".join(traceback.format_exception(type(exc), exc, frames))),
+    }
+
+
+def test_key(test):
+    """The official results' key for a test: the last dotted part of its id."""
+    return test.id().split(".")[-1]
+
+
+class SwallowedIO(io.StringIO):
+    """The official harness's write-only stream: reading raises, writing is kept away from the
+    test. Text goes to ``fd`` (the job's stdout pipe) rather than into memory."""
+
+    def __init__(self, fd):
+        super().__init__()
+        self._fd = fd
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError(f"string argument expected, got '{type(s).__name__}'")
+        try:
+            data = s.encode("utf-8", "replace")
+            while data:
+                data = data[os.write(self._fd, data):]
+        except OSError:
+            pass  # the code closed its own stdout; its output is simply lost
+        return len(s)
+
+    def read(self, *args, **kwargs):
+        raise OSError
+
+    def readline(self, *args, **kwargs):
+        raise OSError
+
+    def readlines(self, *args, **kwargs):
+        raise OSError
+
+    def readable(self, *args, **kwargs):
+        return False
+
+
+def _patch_subprocess():
+    """subprocess.Popen/run default to PIPE for stdout and stderr, as in the official harness.
+    Returns the undo function."""
+    original_popen, original_run = subprocess.Popen, subprocess.run
+
+    def _with_pipes(kwargs):
+        if kwargs.get("capture_output"):
+            kwargs.pop("stdout", None)
+            kwargs.pop("stderr", None)
+        else:
+            kwargs.setdefault("stdout", subprocess.PIPE)
+            kwargs.setdefault("stderr", subprocess.PIPE)
+        return kwargs
+
+    def popen(*args, **kwargs):
+        return original_popen(*args, **_with_pipes(kwargs))
+
+    def run(*args, **kwargs):
+        return original_run(*args, **_with_pipes(kwargs))
+
+    subprocess.Popen, subprocess.run = popen, run
+
+    def undo():
+        subprocess.Popen, subprocess.run = original_popen, original_run
+
+    return undo
+
+
+def _watched(value):
+    return callable(value) or isinstance(value, (staticmethod, classmethod, property))
+
+
+class Integrity:
+    """Identity snapshot of everything in unittest that decides a verdict."""
+
+    MODULES = ("unittest", "unittest.case", "unittest.result", "unittest.suite", "unittest.loader")
+
+    def __init__(self, *extra_classes):
+        self._owners = []
+        for owner in (unittest, _case, _result, _suite, _loader, _case.TestCase,
+                      _case._Outcome, _result.TestResult, _suite.BaseTestSuite,
+                      _suite.TestSuite, _loader.TestLoader, *extra_classes):
+            self.watch(owner)
+        self._modules = {name: sys.modules.get(name) for name in self.MODULES}
+        self.found = []
+
+    def watch(self, owner, names=None):
+        snapshot = {k: v for k, v in vars(owner).items()
+                    if _watched(v) and (names is None or k in names)}
+        self._owners.append((owner, snapshot, names is None))
+
+    def check(self):
+        """Records (once each) the names that differ from the snapshot; returns all so far."""
+        for owner, snapshot, whole in self._owners:
+            current = vars(owner)
+            label = getattr(owner, "__qualname__", getattr(owner, "__name__", "?"))
+            for name, value in snapshot.items():
+                if current.get(name, _MISSING) is not value:
+                    self._note(f"{label}.{name}")
+            if whole and isinstance(owner, type):
+                for name in current.keys() - snapshot.keys():
+                    if _watched(current[name]):
+                        self._note(f"{label}.{name} (added)")
+        for name, module in self._modules.items():
+            if sys.modules.get(name) is not module:
+                self._note(f"sys.modules[{name!r}]")
+        return self.found
+
+    def _note(self, what):
+        if what not in self.found:
+            self.found.append(what)
+
+
+class Recorder(_result.TestResult):
+    """A TestResult (so tracebacks are formatted exactly as the official harness's) that also
+    streams one event per test and keeps its own copy of every issue."""
+
+    def __init__(self, emit, integrity):
+        super().__init__()
+        self._emit = emit
+        self._integrity = integrity
+        self._current = None
+        self.issues_failures = []
+        self.issues_errors = []
+
+    def _note(self, outcome, detail=None):
+        if self._current is None:
+            # Class or module fixtures (setUpClass...) report outside any test.
+            self._emit({"ev": "fixture", "outcome": outcome, "detail": cap(detail or "")})
+            return
+        if _RANK[outcome] >= _RANK.get(self._current["outcome"], -1):
+            self._current["outcome"] = outcome
+            self._current["detail"] = detail
+
+    def startTest(self, test):
+        super().startTest(test)
+        self._current = {"outcome": None, "detail": None, "started": time.perf_counter()}
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        current, self._current = self._current, None
+        self._integrity.check()
+        self._emit({
+            "ev": "test",
+            "name": test_key(test),
+            "outcome": current["outcome"] or "error",
+            "detail": cap(current["detail"] or ("" if current["outcome"] else "no outcome")),
+            "seconds": time.perf_counter() - current["started"],
+        })
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._note("pass")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        trace = self.failures[-1][1]
+        self.issues_failures.append([test_key(test), cap(trace)])
+        self._note("fail", trace)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        trace = self.errors[-1][1]
+        self.issues_errors.append([test_key(test), cap(trace)])
+        self._note("error", trace)
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._note("skip", reason)
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self._note("xfail")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self._note("xpass")
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is None:
+            return
+        if issubclass(err[0], test.failureException):
+            trace = self.failures[-1][1]
+            self.issues_failures.append([test_key(subtest), cap(trace)])
+            self._note("fail", trace)
+        else:
+            trace = self.errors[-1][1]
+            self.issues_errors.append([test_key(subtest), cap(trace)])
+            self._note("error", trace)
+
+
+def _official_guard():
+    time.tzset()
+    faulthandler.disable()
+    builtins.exit = None
+    builtins.quit = None
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    plt.close("all")
+
+
+def run(spec, emit):
+    started = time.perf_counter()
+    # Everything below is captured before the code can touch it.
+    integrity = Integrity(Recorder)
+    loader_class, suite_run = _loader.TestLoader, _suite.TestSuite.run
+    _official_guard()
+    name = spec.get("module", "__test__")
+    filename = spec.get("filename", f"{name}.py")
+    module = types.ModuleType(name)
+    module.__dict__.update({
+        "__builtins__": builtins, "__file__": filename, "__package__": None, "__doc__": None,
+        "sys": sys, "os": os, "environ": os.environ,
+    })
+    stream = SwallowedIO(1)
+    saved_streams = sys.stdout, sys.stderr, sys.stdin
+    sys.stdout = sys.stderr = sys.stdin = stream
+    undo_subprocess = _patch_subprocess()
+    try:
+        try:
+            exec(compile(spec["code"] + "\n" + spec["test"], filename, "exec"), module.__dict__)
+            sys.modules[name] = module
+            test_class = getattr(module, spec.get("test_class", "TestCases"))
+            suite = loader_class().loadTestsFromTestCase(test_class)
+        except BaseException as e:  # noqa: BLE001 - the official harness catches everything
+            emit({"ev": "done", "phase": "module", "error": describe(e, own_frames=1),
+                  "tampered": integrity.check(), "seconds": time.perf_counter() - started})
+            return
+        integrity.watch(test_class, [n for n in vars(test_class)
+                                     if n.startswith("test") or n in _TEST_HOOKS])
+        emit({"ev": "loaded", "tests": [test_key(t) for t in suite]})
+        recorder = Recorder(emit, integrity)
+        aborted = None
+        try:
+            suite_run(suite, recorder)
+        except BaseException as e:  # noqa: BLE001 - e.g. KeyboardInterrupt escapes unittest
+            aborted = describe(e, own_frames=1)
+        emit({
+            "ev": "done",
+            "phase": "tests",
+            "tests_run": recorder.testsRun,
+            "failures": recorder.issues_failures,
+            "errors": recorder.issues_errors,
+            "aborted": aborted,
+            "tampered": integrity.check(),
+            "seconds": time.perf_counter() - started,
+        })
+    finally:
+        undo_subprocess()
+        sys.stdout, sys.stderr, sys.stdin = saved_streams

@@ -1,0 +1,115 @@
+"""The filesystem the sandbox sees: a fresh tmpfs root holding read-only binds of the system
+directories, the interpreter and the environment, at their original paths (a venv records
+absolute paths), a minimal /dev, and nothing else. The harness's files (run directory, tests,
+ground truth, the assay binary) are simply absent, or masked when they sit inside a bound tree.
+"""
+
+import os
+
+from . import linux as L
+
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+
+
+def _lock_flags(path):
+    """Mount flags a remount must keep: in a user namespace the kernel refuses to clear flags
+    that a more privileged namespace set."""
+    st = os.statvfs(path)
+    table = (
+        (os.ST_NOSUID, L.MS_NOSUID),
+        (os.ST_NODEV, L.MS_NODEV),
+        (os.ST_NOEXEC, L.MS_NOEXEC),
+        (os.ST_NOATIME, L.MS_NOATIME),
+        (os.ST_NODIRATIME, L.MS_NODIRATIME),
+        (os.ST_RELATIME, L.MS_RELATIME),
+    )
+    return sum(ms for st_flag, ms in table if st.f_flag & st_flag)
+
+
+def _bind(source_fd, target):
+    source = f"/proc/self/fd/{source_fd}"
+    try:
+        L.mount(source, target, None, L.MS_BIND)
+    except OSError:
+        # In a user namespace a mount with locked submounts (e.g. /sys) may only be bound
+        # together with them.
+        L.mount(source, target, None, L.MS_BIND | L.MS_REC)
+
+
+def _readonly(target, source_path):
+    flags = L.MS_BIND | L.MS_REMOUNT | L.MS_RDONLY | L.MS_NOSUID | _lock_flags(source_path)
+    L.mount(None, target, None, flags)
+
+
+def _covered(path, bound):
+    return any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound)
+
+
+def build(readonly, masks, mountpoints):
+    """Replaces this mount namespace's root with the view and makes it read-only.
+
+    ``readonly``: absolute host paths to expose read-only (missing ones are skipped; symlinks
+    such as /bin -> usr/bin are recreated as symlinks). ``masks``: paths inside those trees to
+    hide. ``mountpoints``: empty directories to create for later mounts (/tmp, /ws).
+    """
+    L.mount(None, "/", None, L.MS_REC | L.MS_PRIVATE)
+    # Open every source before covering anything: the binds are made from these descriptors,
+    # so a source under /tmp stays reachable after /tmp becomes the new root.
+    sources = {}
+    links = {}
+    for path in sorted(set(readonly) | {"/proc", "/sys"}, key=len):
+        if os.path.islink(path):
+            links[path] = os.readlink(path)
+        elif os.path.exists(path) and not _covered(path, sources):
+            sources[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    devices = {d: os.open(f"/dev/{d}", os.O_PATH | os.O_CLOEXEC) for d in _DEVICES
+               if os.path.exists(f"/dev/{d}")}
+    null = devices["null"]
+    try:
+        new_root = "/tmp"
+        L.mount("tmpfs", new_root, "tmpfs", L.MS_NOSUID | L.MS_NODEV, "mode=755,size=4m")
+        for path, fd in sources.items():
+            target = new_root + path
+            if os.path.isdir(path):
+                os.makedirs(target, mode=0o755, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+                open(target, "w").close()
+            _bind(fd, target)
+            if path != "/proc":
+                _readonly(target, path)
+        for path, dest in links.items():
+            if not _covered(path, sources):
+                os.makedirs(os.path.dirname(new_root + path), mode=0o755, exist_ok=True)
+                os.symlink(dest, new_root + path)
+        for mask in masks:
+            target = new_root + mask
+            if not os.path.lexists(target) or not _covered(mask, sources):
+                continue
+            if os.path.isdir(target):
+                L.mount("tmpfs", target, "tmpfs", L.MS_RDONLY | L.MS_NOSUID | L.MS_NODEV,
+                        "size=4k,mode=555")
+            else:
+                _bind(null, target)
+        dev = new_root + "/dev"
+        os.makedirs(dev, mode=0o755, exist_ok=True)
+        L.mount("tmpfs", dev, "tmpfs", L.MS_NOSUID | L.MS_NOEXEC, "mode=755,size=64k")
+        for name, fd in devices.items():
+            open(f"{dev}/{name}", "w").close()
+            _bind(fd, f"{dev}/{name}")
+        os.symlink("/proc/self/fd", f"{dev}/fd")
+        for number, name in enumerate(("stdin", "stdout", "stderr")):
+            os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
+        os.mkdir(f"{dev}/shm", 0o1777)
+        for point in mountpoints:
+            os.makedirs(new_root + point, mode=0o755, exist_ok=True)
+        os.chdir(new_root)
+        os.mkdir(".old")
+        L.pivot_root(".", ".old")
+        os.chdir("/")
+        L.umount("/.old")
+        os.rmdir("/.old")
+        L.mount(None, "/", None, L.MS_REMOUNT | L.MS_RDONLY | L.MS_NOSUID | L.MS_NODEV)
+    finally:
+        for fd in list(sources.values()) + list(devices.values()):
+            os.close(fd)

@@ -1,0 +1,116 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How much isolation to insist on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IsolationMode {
+    /// Use every mechanism the kernel offers and degrade, recording the level reached, where
+    /// one is missing.
+    #[default]
+    Auto,
+    /// Refuse to run anything below [`IsolationLevel::Full`](crate::IsolationLevel::Full).
+    Strict,
+}
+
+/// Resource limits of one job (or one session cell).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Wall-clock time, enforced from outside the sandbox by killing it.
+    pub wall: Duration,
+    /// CPU time of the job process (all its threads); `None`: the same as `wall`.
+    pub cpu: Option<Duration>,
+    /// Memory of the job's whole process tree with a cgroup, of each process otherwise
+    /// (`RLIMIT_DATA`, which unlike `RLIMIT_AS` does not break OpenBLAS's reservations).
+    pub memory_bytes: u64,
+    /// Processes and threads the job may have at once.
+    pub processes: u64,
+    /// Bytes kept of each of stdout and stderr; the rest is counted and dropped.
+    pub output_bytes: usize,
+    /// Largest file the job may write (`RLIMIT_FSIZE`).
+    pub file_size_bytes: u64,
+    pub open_files: u64,
+    /// Main-thread stack (`RLIMIT_STACK`); `None` keeps the default.
+    pub stack_bytes: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wall: Duration::from_secs(60),
+            cpu: None,
+            memory_bytes: 4 << 30,
+            processes: 512,
+            output_bytes: 1 << 20,
+            file_size_bytes: 256 << 20,
+            open_files: 1024,
+            stack_bytes: None,
+        }
+    }
+}
+
+impl Limits {
+    pub(crate) fn cpu(&self) -> Duration {
+        self.cpu.unwrap_or(self.wall)
+    }
+}
+
+/// Everything an [`Engine`](crate::Engine) needs to start.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The interpreter jobs run on: normally a virtual environment's `bin/python`.
+    pub python: PathBuf,
+    /// Modules the workers import once before forking jobs (missing ones are skipped).
+    pub preload: Vec<String>,
+    pub isolation: IsolationMode,
+    /// Jobs running at once. Default: the number of CPUs.
+    pub concurrency: usize,
+    /// Job processes kept forked and confined ahead of demand, so that fork and setup cost
+    /// stays off a job's critical path. Default: `concurrency`.
+    pub prefork: usize,
+    /// Default limits of jobs that don't bring their own.
+    pub limits: Limits,
+    /// Size of each job's private workspace (its `/tmp`), a tmpfs counted against its memory.
+    pub workspace_mib: u64,
+    /// Size of each job's private `/dev/shm`.
+    pub shm_mib: u64,
+    /// Extra host paths the sandbox may read (the interpreter, its environment, the system
+    /// directories and the worker runtime are always visible).
+    pub extra_readonly: Vec<PathBuf>,
+    /// Host paths to hide even if they lie inside a visible tree: run directories, test and
+    /// ground-truth files. The assay executable itself is always hidden.
+    pub hidden: Vec<PathBuf>,
+    /// Extra environment variables for every job. Nothing from the supervisor's own
+    /// environment reaches a job except through this and the built-in allow-list.
+    pub env: BTreeMap<String, String>,
+    /// Host directory for workspaces when the kernel offers no mount namespaces.
+    /// Default: a private directory under the system temp dir.
+    pub scratch: Option<PathBuf>,
+    /// Where the embedded worker runtime is written. Default: `$XDG_CACHE_HOME/assay/runtime`.
+    pub runtime_dir: Option<PathBuf>,
+}
+
+impl EngineConfig {
+    /// A configuration with defaults for everything but the interpreter.
+    pub fn new(python: impl Into<PathBuf>) -> Self {
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        EngineConfig {
+            python: python.into(),
+            preload: Vec::new(),
+            isolation: IsolationMode::Auto,
+            concurrency: cpus,
+            prefork: cpus,
+            limits: Limits::default(),
+            workspace_mib: 1024,
+            shm_mib: 256,
+            extra_readonly: Vec::new(),
+            hidden: Vec::new(),
+            env: BTreeMap::new(),
+            scratch: None,
+            runtime_dir: None,
+        }
+    }
+}

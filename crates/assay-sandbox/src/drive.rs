@@ -1,0 +1,240 @@
+//! The supervisor side of one running job: read results and output until a final frame, the
+//! end of the results stream, the process's death or the deadline; then make sure the whole
+//! tree is gone and collect what the kernel knows about it.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::time::Instant;
+
+use crate::capture::Capture;
+use crate::cgroup::CgroupStats;
+use crate::config::Limits;
+use crate::outcome::Usage;
+use crate::sandbox::Sandbox;
+use crate::worker::ExitNotice;
+
+/// How long to wait for the rest of the output once the job process is dead.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long the worker may take to report a killed process as reaped.
+const REAP_TIMEOUT: Duration = Duration::from_secs(10);
+const READ_CHUNK: usize = 64 << 10;
+/// How long results may still arrive after the process is known to be dead.
+const EXIT_GRACE: Duration = Duration::from_secs(1);
+
+/// Why the results loop stopped.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// The frame the caller was waiting for.
+    Final(Value),
+    /// The results stream ended (the process and everything holding the pipe are gone).
+    Closed,
+    /// The process ended while something else still held the results pipe.
+    Exited,
+    /// The deadline passed.
+    Deadline,
+    /// The results stream broke the protocol (too large, not JSON...).
+    Garbled(String),
+}
+
+/// The job's stdout and stderr as read so far.
+pub(crate) struct Streams {
+    pub out: Capture,
+    pub err: Capture,
+    out_open: bool,
+    err_open: bool,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+}
+
+impl Streams {
+    pub fn new(cap: usize) -> Self {
+        Streams {
+            out: Capture::new(cap),
+            err: Capture::new(cap),
+            out_open: true,
+            err_open: true,
+            out_buf: vec![0; READ_CHUNK],
+            err_buf: vec![0; READ_CHUNK],
+        }
+    }
+
+    /// Reads whatever is already in the pipes, without waiting (a session cell's output is
+    /// all in the pipe by the time its answer arrives).
+    pub fn drain_now(&mut self, sandbox: &Sandbox) {
+        for (pipe, capture, buf, open) in [
+            (
+                &sandbox.out,
+                &mut self.out,
+                &mut self.out_buf,
+                &mut self.out_open,
+            ),
+            (
+                &sandbox.err,
+                &mut self.err,
+                &mut self.err_buf,
+                &mut self.err_open,
+            ),
+        ] {
+            while *open {
+                match pipe.try_read(buf) {
+                    Ok(0) => *open = false,
+                    Ok(n) => capture.push(&buf[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => *open = false,
+                }
+            }
+        }
+    }
+}
+
+async fn read_some(pipe: &mut pipe::Receiver, buf: &mut [u8]) -> Option<usize> {
+    match pipe.read(buf).await {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(n),
+    }
+}
+
+/// Reads results and output until `is_final` accepts a frame, or the job ends, or `deadline`.
+/// `on_frame` sees every frame first.
+pub(crate) async fn run_until(
+    sandbox: &mut Sandbox,
+    streams: &mut Streams,
+    deadline: Instant,
+    mut on_frame: impl FnMut(&Value) -> bool,
+) -> End {
+    // Once the process is gone, frames it wrote may still wait in the pipe: keep reading for
+    // a moment before calling it an exit.
+    let mut exit_grace: Option<Instant> = None;
+    loop {
+        // Biased, deadline first: a job flooding its output must not starve its own deadline.
+        tokio::select! {
+            biased;
+            _ = tokio::time::sleep_until(deadline) => return End::Deadline,
+            _ = tokio::time::sleep_until(exit_grace.unwrap_or(deadline)), if exit_grace.is_some() => {
+                return End::Exited
+            }
+            frame = sandbox.results.next() => match frame {
+                Ok(Some(frame)) => {
+                    if on_frame(&frame) {
+                        return End::Final(frame);
+                    }
+                }
+                Ok(None) => return End::Closed,
+                Err(e) => return End::Garbled(e.to_string()),
+            },
+            _ = sandbox.exit.wait(), if exit_grace.is_none() => {
+                exit_grace = Some(Instant::now() + EXIT_GRACE);
+            }
+            n = read_some(&mut sandbox.out, &mut streams.out_buf), if streams.out_open => match n {
+                Some(n) => streams.out.push(&streams.out_buf[..n]),
+                None => streams.out_open = false,
+            },
+            n = read_some(&mut sandbox.err, &mut streams.err_buf), if streams.err_open => match n {
+                Some(n) => streams.err.push(&streams.err_buf[..n]),
+                None => streams.err_open = false,
+            },
+        }
+    }
+}
+
+/// What is known once a job process is gone.
+pub(crate) struct Aftermath {
+    /// `None`: the worker never confirmed the process's end.
+    pub notice: Option<ExitNotice>,
+    pub cgroup: Option<CgroupStats>,
+}
+
+/// Kills the job's process tree, reads the rest of its output, and waits for the reaping.
+pub(crate) async fn finish(sandbox: &mut Sandbox, streams: &mut Streams) -> Aftermath {
+    sandbox.kill();
+    let drain = async {
+        while streams.out_open || streams.err_open {
+            tokio::select! {
+                n = read_some(&mut sandbox.out, &mut streams.out_buf), if streams.out_open => match n {
+                    Some(n) => streams.out.push(&streams.out_buf[..n]),
+                    None => streams.out_open = false,
+                },
+                n = read_some(&mut sandbox.err, &mut streams.err_buf), if streams.err_open => match n {
+                    Some(n) => streams.err.push(&streams.err_buf[..n]),
+                    None => streams.err_open = false,
+                },
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain).await;
+    let notice = sandbox.ended(REAP_TIMEOUT).await;
+    Aftermath {
+        notice,
+        cgroup: sandbox.cgroup.as_ref().map(|c| c.stats()),
+    }
+}
+
+impl Aftermath {
+    pub fn exit(&self) -> Option<&crate::worker::ExitInfo> {
+        match &self.notice {
+            Some(ExitNotice::Exited(info)) => Some(info),
+            _ => None,
+        }
+    }
+
+    pub fn worker_died(&self) -> Option<&str> {
+        match &self.notice {
+            Some(ExitNotice::WorkerDied(reason)) => Some(reason),
+            _ => None,
+        }
+    }
+
+    pub fn usage(&self, wall: Duration) -> Usage {
+        let cgroup = self.cgroup.unwrap_or_default();
+        Usage {
+            wall,
+            cpu: cgroup.cpu.or_else(|| self.exit().map(|e| e.cpu())),
+            memory_peak_bytes: cgroup
+                .memory_peak
+                .or_else(|| self.exit().map(|e| e.rusage.maxrss_kib * 1024)),
+        }
+    }
+
+    /// A reason when the kernel, not the code, ended the job: out of memory, or out of CPU
+    /// time. `killed_by_us`: whether the supervisor had already killed it.
+    pub fn limit_hit(
+        &self,
+        limits: &Limits,
+        killed_by_us: bool,
+    ) -> Option<(crate::Status, String)> {
+        if self.cgroup.is_some_and(|c| c.oom_kills > 0) {
+            return Some((
+                crate::Status::Oom,
+                format!(
+                    "the memory limit of {} MiB was reached; the kernel killed the job",
+                    limits.memory_bytes >> 20
+                ),
+            ));
+        }
+        let exit = self.exit()?;
+        let cpu_limit = limits.cpu();
+        let cpu_exhausted = match exit.signal() {
+            Some(24) => true,
+            Some(9) if !killed_by_us => {
+                let used = self
+                    .cgroup
+                    .and_then(|c| c.cpu)
+                    .unwrap_or_else(|| exit.cpu());
+                used + Duration::from_millis(500) >= cpu_limit
+            }
+            _ => false,
+        };
+        cpu_exhausted.then(|| {
+            (
+                crate::Status::Timeout,
+                format!(
+                    "the CPU-time limit of {} s was reached",
+                    cpu_limit.as_secs_f64()
+                ),
+            )
+        })
+    }
+}

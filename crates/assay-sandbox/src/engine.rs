@@ -1,0 +1,440 @@
+//! The engine: starts the worker, keeps job processes forked ahead of demand, hands them out.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::{Notify, Semaphore, SemaphorePermit};
+
+use crate::cgroup::Cgroups;
+use crate::config::{EngineConfig, IsolationMode};
+use crate::isolation::{Enforcement, IsolationLevel, IsolationReport};
+use crate::sandbox::{Sandbox, Workspace};
+use crate::worker::{Worker, WorkerParams};
+use crate::{runtime, seccomp, Error};
+
+/// How long a worker may take to import its libraries (the bigcodebench set takes ~10 s).
+const WORKER_START_TIMEOUT: Duration = Duration::from_secs(600);
+/// The uid and gid sandboxed code runs as when assay runs as root (`nobody`, `nogroup`).
+const SANDBOX_ID: u32 = 65534;
+/// System directories every job may read.
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc",
+];
+
+/// Runs untrusted Python: unittest jobs, scripts and persistent sessions, each in its own
+/// confined process forked from a worker that imported the heavy libraries once.
+///
+/// Cheap to clone; every clone drives the same workers.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub config: EngineConfig,
+    params: WorkerParams,
+    worker: tokio::sync::Mutex<Option<Arc<Worker>>>,
+    ready: Mutex<VecDeque<Sandbox>>,
+    refilling: AtomicUsize,
+    refill: Arc<Notify>,
+    slots: Semaphore,
+    ids: AtomicU64,
+    pub cgroups: Option<Cgroups>,
+    report: OnceLock<IsolationReport>,
+    pub preload: serde_json::Map<String, serde_json::Value>,
+    pub python_version: String,
+    /// Private host directory for degraded-mode workspaces; removed with the engine.
+    scratch: PathBuf,
+    /// Environment every job starts from (see [`Inner::job_env`]).
+    base_env: BTreeMap<String, String>,
+}
+
+struct PythonPaths {
+    prefix: PathBuf,
+    base_prefix: PathBuf,
+}
+
+async fn probe_python(python: &Path) -> Result<PythonPaths, Error> {
+    let script = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix]))";
+    let mut cmd = tokio::process::Command::new(python);
+    cmd.args(["-I", "-c", script])
+        .env_clear()
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .map_err(|_| Error::Start(format!("{} did not answer within 60 s", python.display())))?
+        .map_err(|e| Error::Start(format!("cannot run {}: {e}", python.display())))?;
+    if !out.status.success() {
+        return Err(Error::Start(format!(
+            "{} failed: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let (prefix, base_prefix): (PathBuf, PathBuf) = serde_json::from_slice(&out.stdout)
+        .map_err(|e| Error::Start(format!("unexpected answer from {}: {e}", python.display())))?;
+    Ok(PythonPaths {
+        prefix,
+        base_prefix,
+    })
+}
+
+/// Whether the unprivileged sandbox uid can reach `path` (every ancestor searchable by others).
+fn reachable_by_others(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.ancestors().all(|dir| {
+        std::fs::metadata(dir)
+            .map(|m| !m.is_dir() || m.permissions().mode() & 0o001 != 0)
+            .unwrap_or(true)
+    })
+}
+
+fn default_runtime_dir() -> Result<PathBuf, Error> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let cache = var("ASSAY_CACHE_DIR")
+        .or_else(|| {
+            var("XDG_CACHE_HOME")
+                .filter(|p| p.is_absolute())
+                .map(|p| p.join("assay"))
+        })
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("assay")))
+        .ok_or_else(|| Error::Start("no cache directory: set XDG_CACHE_HOME or HOME".into()))?;
+    Ok(cache.join("runtime"))
+}
+
+fn make_scratch(config: &EngineConfig) -> Result<PathBuf, Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match &config.scratch {
+        Some(dir) => dir.join(format!("assay-{}", std::process::id())),
+        None => std::env::temp_dir().join(format!("assay-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711)))
+        .map_err(|e| Error::Start(format!("{}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+impl Engine {
+    /// Starts the worker, learns what isolation this machine gives, and fills the prefork pool.
+    pub async fn start(config: EngineConfig) -> Result<Engine, Error> {
+        let paths = probe_python(&config.python).await?;
+        let runtime_root = match &config.runtime_dir {
+            Some(dir) => dir.clone(),
+            None => default_runtime_dir()?,
+        };
+        let runtime_dir = runtime::materialize(&runtime_root)
+            .map_err(|e| Error::Start(format!("writing the worker runtime: {e}")))?;
+
+        let mut readonly: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
+        readonly.extend([paths.base_prefix, paths.prefix, runtime_dir.clone()]);
+        readonly.extend(config.extra_readonly.iter().cloned());
+        let mut masks: Vec<PathBuf> = config.hidden.clone();
+        if let Ok(exe) = std::env::current_exe() {
+            masks.push(exe);
+        }
+        let root = rustix::process::geteuid().is_root();
+        let (job_uid, job_gid) = if root {
+            (SANDBOX_ID, SANDBOX_ID)
+        } else {
+            (
+                rustix::process::getuid().as_raw(),
+                rustix::process::getgid().as_raw(),
+            )
+        };
+        let scratch = make_scratch(&config)?;
+        let degraded_drop = root && readonly.iter().all(|p| reachable_by_others(p));
+        let cgroups = Cgroups::detect();
+        let init = json!({
+            "op": "init",
+            "namespaces": true,
+            "strict": config.isolation == IsolationMode::Strict,
+            "drop_to": if root { Some([SANDBOX_ID, SANDBOX_ID]) } else { None },
+            "degraded_drop": degraded_drop,
+            "job_uid": job_uid,
+            "job_gid": job_gid,
+            "view": {"readonly": readonly, "masks": masks},
+            "preload": config.preload,
+            "seccomp": seccomp::programs(),
+            "workspace_mib": config.workspace_mib,
+            "shm_mib": config.shm_mib,
+            "degraded_home": scratch.join("worker-home"),
+        });
+        let path = format!(
+            "{}:/usr/local/bin:/usr/bin:/bin",
+            config.python.parent().unwrap_or(Path::new("/")).display()
+        );
+        let mut base_env: BTreeMap<String, String> = [
+            ("PATH", path.as_str()),
+            ("LANG", "C.UTF-8"),
+            ("TZ", "UTC"),
+            ("MPLBACKEND", "Agg"),
+            ("PYTHONDONTWRITEBYTECODE", "1"),
+            // Forked workers must not inherit thread pools; jobs get one thread each.
+            ("OMP_NUM_THREADS", "1"),
+            ("OPENBLAS_NUM_THREADS", "1"),
+            ("MKL_NUM_THREADS", "1"),
+            ("NUMEXPR_NUM_THREADS", "1"),
+            ("VECLIB_MAXIMUM_THREADS", "1"),
+            ("TF_CPP_MIN_LOG_LEVEL", "3"),
+            ("TF_ENABLE_ONEDNN_OPTS", "0"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let mut worker_env = base_env.clone();
+        worker_env.insert("HOME".into(), "/".into());
+        base_env.extend(config.env.clone());
+        let params = WorkerParams {
+            python: config.python.clone(),
+            runtime_dir,
+            env: worker_env.into_iter().collect(),
+            init,
+            start_timeout: WORKER_START_TIMEOUT,
+        };
+        if degraded_drop {
+            std::os::unix::fs::chown(&scratch, Some(SANDBOX_ID), Some(SANDBOX_ID))
+                .map_err(|e| Error::Start(format!("{}: {e}", scratch.display())))?;
+        }
+        let worker = Worker::start(&params).await.map_err(Error::Start)?;
+        let namespaced = worker.ready.mode == "namespaced";
+        let cgroup_kind = cgroups.as_ref().map_or("none", |c| c.kind()).to_string();
+        let tree_kill = if namespaced {
+            "pid-namespace"
+        } else if cgroups.is_some() {
+            "cgroup"
+        } else {
+            "process-group"
+        };
+        let memory_limit = if cgroups.is_some() {
+            Enforcement::Cgroup
+        } else {
+            Enforcement::Rlimit
+        };
+        let concurrency = config.concurrency.max(1);
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                preload: worker.ready.preload.clone(),
+                python_version: worker.ready.python.clone(),
+                params,
+                worker: tokio::sync::Mutex::new(Some(worker)),
+                ready: Mutex::new(VecDeque::new()),
+                refilling: AtomicUsize::new(0),
+                refill: Arc::new(Notify::new()),
+                slots: Semaphore::new(concurrency),
+                ids: AtomicU64::new(1),
+                cgroups,
+                report: OnceLock::new(),
+                scratch,
+                base_env,
+                config,
+            }),
+        };
+        // The first job process tells us what confinement jobs really get.
+        let probe = engine
+            .inner
+            .spawn_sandbox(None)
+            .await
+            .map_err(Error::Start)?;
+        let layers = probe.layers.clone();
+        let level = layers.level();
+        if engine.inner.config.isolation == IsolationMode::Strict && level < IsolationLevel::Full {
+            return Err(Error::Isolation(format!(
+                "strict isolation was requested but this machine only reaches `{level:?}` \
+                 (layers: {layers:?})"
+            )));
+        }
+        let report = IsolationReport {
+            level,
+            layers,
+            cgroup: cgroup_kind,
+            memory_limit,
+            tree_kill: tree_kill.into(),
+        };
+        engine.inner.report.set(report).expect("set once");
+        engine
+            .inner
+            .ready
+            .lock()
+            .expect("poisoned")
+            .push_back(probe);
+        tokio::spawn(refill_loop(
+            Arc::downgrade(&engine.inner),
+            engine.inner.refill.clone(),
+        ));
+        engine.inner.refill.notify_one();
+        Ok(engine)
+    }
+
+    /// What this machine gives: the isolation level and layers, and how limits are enforced.
+    pub fn isolation(&self) -> &IsolationReport {
+        self.inner.report.get().expect("set during start")
+    }
+
+    /// Per preloaded module: `{"ok": true, "seconds": ...}` or `{"ok": false, "error": ...}`.
+    pub fn preload_report(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.inner.preload
+    }
+
+    /// The sandbox's Python version (`3.11.7`).
+    pub fn python_version(&self) -> &str {
+        &self.inner.python_version
+    }
+}
+
+impl Inner {
+    pub(crate) fn next_id(&self) -> u64 {
+        self.ids.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The live worker, restarting it if it died.
+    pub(crate) async fn worker(&self) -> Result<Arc<Worker>, String> {
+        let mut current = self.worker.lock().await;
+        if let Some(worker) = current.as_ref() {
+            if worker.is_alive() {
+                return Ok(worker.clone());
+            }
+            tracing::warn!("the worker died; starting a new one");
+        }
+        *current = None;
+        let worker = Worker::start(&self.params).await?;
+        *current = Some(worker.clone());
+        Ok(worker)
+    }
+
+    /// A fresh job process with its own new workspace (or `workspace`, reused).
+    pub(crate) async fn spawn_sandbox(
+        &self,
+        workspace: Option<Arc<Workspace>>,
+    ) -> Result<Sandbox, String> {
+        let worker = self.worker().await?;
+        let id = self.next_id();
+        let workspace = match workspace {
+            Some(ws) => ws,
+            None => Arc::new(self.new_workspace(id, &worker)?),
+        };
+        let cgroup = match &self.cgroups {
+            Some(cgroups) => Some(
+                cgroups
+                    .create(id)
+                    .map_err(|e| format!("creating the job's cgroup: {e}"))?,
+            ),
+            None => None,
+        };
+        Sandbox::spawn(id, worker, workspace, cgroup).await
+    }
+
+    fn new_workspace(&self, id: u64, worker: &Arc<Worker>) -> Result<Workspace, String> {
+        if worker.ready.mode == "namespaced" {
+            return Ok(Workspace::new(id, worker.clone(), None));
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let dir = self.scratch.join("ws").join(id.to_string());
+        std::fs::create_dir_all(&dir)
+            .and_then(|_| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        if self.params.init["degraded_drop"] == true {
+            std::os::unix::fs::chown(&dir, Some(SANDBOX_ID), Some(SANDBOX_ID))
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        Ok(Workspace::new(id, worker.clone(), Some(dir)))
+    }
+
+    /// A ready job process: preforked if one is waiting, else forked now.
+    pub(crate) async fn take_sandbox(&self) -> Result<Sandbox, String> {
+        let preforked = loop {
+            let candidate = self.ready.lock().expect("poisoned").pop_front();
+            match candidate {
+                Some(mut sandbox) => {
+                    if sandbox.is_usable() {
+                        break Some(sandbox);
+                    }
+                }
+                None => break None,
+            }
+        };
+        self.refill.notify_one();
+        match preforked {
+            Some(sandbox) => Ok(sandbox),
+            None => self.spawn_sandbox(None).await,
+        }
+    }
+
+    pub(crate) async fn slot(&self) -> SemaphorePermit<'_> {
+        self.slots
+            .acquire()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    /// The environment a job starts with: the built-in allow-list, the engine's extra
+    /// variables, then the job's own.
+    pub(crate) fn job_env(
+        &self,
+        home: &Path,
+        tmp: &Path,
+        extra: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut env = self.base_env.clone();
+        let home_s = home.display().to_string();
+        env.insert("HOME".into(), home_s.clone());
+        env.insert("TMPDIR".into(), tmp.display().to_string());
+        env.insert(
+            "MPLCONFIGDIR".into(),
+            format!("{home_s}/.config/matplotlib"),
+        );
+        env.insert("XDG_CACHE_HOME".into(), format!("{home_s}/.cache"));
+        env.insert("XDG_CONFIG_HOME".into(), format!("{home_s}/.config"));
+        env.extend(extra.clone());
+        env
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+/// Keeps `prefork` job processes ready. Exits when the engine is gone.
+async fn refill_loop(inner: Weak<Inner>, refill: Arc<Notify>) {
+    let mut failures = 0u32;
+    loop {
+        let Some(engine) = inner.upgrade() else {
+            return;
+        };
+        let target = engine.config.prefork;
+        let have =
+            engine.ready.lock().expect("poisoned").len() + engine.refilling.load(Ordering::SeqCst);
+        if have >= target {
+            drop(engine);
+            refill.notified().await;
+            continue;
+        }
+        engine.refilling.fetch_add(1, Ordering::SeqCst);
+        let spawned = engine.spawn_sandbox(None).await;
+        engine.refilling.fetch_sub(1, Ordering::SeqCst);
+        match spawned {
+            Ok(sandbox) => {
+                failures = 0;
+                engine.ready.lock().expect("poisoned").push_back(sandbox);
+            }
+            Err(e) => {
+                failures += 1;
+                tracing::warn!("preforking a job process failed ({failures} in a row): {e}");
+                drop(engine);
+                let backoff = Duration::from_millis(100 << failures.min(6));
+                tokio::time::sleep(backoff).await;
+            }
+        }
+    }
+}

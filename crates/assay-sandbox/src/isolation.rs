@@ -1,0 +1,118 @@
+use serde::{Deserialize, Serialize};
+
+/// How well a job was isolated, from best to worst. Recorded in every outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IsolationLevel {
+    /// Nothing but rlimits and a separate process.
+    Minimal,
+    /// No namespaces, but an unprivileged or Landlock- and seccomp-confined process.
+    Partial,
+    /// Own user, mount, PID, network, IPC and UTS namespaces; read-only filesystem view without
+    /// the harness's files; private /tmp; unprivileged uid without capabilities;
+    /// no_new_privs; Landlock; seccomp.
+    Full,
+}
+
+/// The confinement layers a job process reports having set up (its "ready" frame).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Layers {
+    #[serde(default)]
+    pub user_ns: bool,
+    #[serde(default)]
+    pub mount_ns: bool,
+    #[serde(default)]
+    pub pid_ns: bool,
+    #[serde(default)]
+    pub net_ns: bool,
+    #[serde(default)]
+    pub ipc_ns: bool,
+    #[serde(default)]
+    pub private_tmp: bool,
+    /// Runs as a uid other than root, without capabilities.
+    #[serde(default)]
+    pub unprivileged: bool,
+    #[serde(default)]
+    pub no_new_privs: bool,
+    /// 0 when Landlock is unavailable.
+    #[serde(default)]
+    pub landlock_abi: u32,
+    #[serde(default)]
+    pub seccomp: bool,
+}
+
+impl Layers {
+    pub fn level(&self) -> IsolationLevel {
+        let namespaces = self.user_ns && self.mount_ns && self.pid_ns && self.net_ns;
+        let confined = self.no_new_privs && self.seccomp && self.landlock_abi > 0;
+        if namespaces && self.private_tmp && self.unprivileged && confined {
+            IsolationLevel::Full
+        } else if self.unprivileged || self.landlock_abi > 0 || self.seccomp {
+            IsolationLevel::Partial
+        } else {
+            IsolationLevel::Minimal
+        }
+    }
+}
+
+/// How resource limits are enforced on this machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Enforcement {
+    /// A cgroup (v1 or v2) per job: memory and process counts of the whole tree.
+    Cgroup,
+    /// Per-process rlimits only.
+    Rlimit,
+}
+
+/// What the engine achieved on this machine, reported once at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolationReport {
+    pub level: IsolationLevel,
+    /// The layers of the first job process.
+    pub layers: Layers,
+    /// `cgroup-v1`, `cgroup-v2` or `none`.
+    pub cgroup: String,
+    pub memory_limit: Enforcement,
+    /// How a job's whole process tree is killed: `pid-namespace`, `cgroup` or `process-group`.
+    pub tree_kill: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full() -> Layers {
+        Layers {
+            user_ns: true,
+            mount_ns: true,
+            pid_ns: true,
+            net_ns: true,
+            ipc_ns: true,
+            private_tmp: true,
+            unprivileged: true,
+            no_new_privs: true,
+            landlock_abi: 7,
+            seccomp: true,
+        }
+    }
+
+    #[test]
+    fn every_layer_is_needed_for_full() {
+        assert_eq!(full().level(), IsolationLevel::Full);
+        let weakened: [fn(&mut Layers); 6] = [
+            |l| l.net_ns = false,
+            |l| l.pid_ns = false,
+            |l| l.unprivileged = false,
+            |l| l.landlock_abi = 0,
+            |l| l.seccomp = false,
+            |l| l.private_tmp = false,
+        ];
+        for weaken in weakened {
+            let mut layers = full();
+            weaken(&mut layers);
+            assert_eq!(layers.level(), IsolationLevel::Partial, "{layers:?}");
+        }
+        assert_eq!(Layers::default().level(), IsolationLevel::Minimal);
+    }
+}

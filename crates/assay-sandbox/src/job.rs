@@ -1,0 +1,645 @@
+//! Unittest jobs and script jobs: one confined process each, from spec to verdict.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::capture::Captured;
+use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
+use crate::config::{IsolationMode, Limits};
+use crate::drive::{finish, run_until, Aftermath, End, Streams};
+use crate::engine::{Engine, Inner};
+use crate::isolation::IsolationLevel;
+use crate::outcome::{
+    PyError, ScriptOutcome, Status, TestOutcome, TestResult, UnittestOutcome, Usage,
+};
+use crate::sandbox::Sandbox;
+
+/// Source code and its `unittest` tests, run together in one module, as BigCodeBench does.
+#[derive(Debug, Clone)]
+pub struct UnittestJob {
+    pub code: String,
+    pub test: String,
+    /// The `unittest.TestCase` subclass to run. Default `TestCases`.
+    pub test_class: String,
+    /// `None`: the engine's default limits.
+    pub limits: Option<Limits>,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+}
+
+impl UnittestJob {
+    pub fn new(code: impl Into<String>, test: impl Into<String>) -> Self {
+        UnittestJob {
+            code: code.into(),
+            test: test.into(),
+            test_class: "TestCases".into(),
+            limits: None,
+            env: BTreeMap::new(),
+        }
+    }
+}
+
+/// A file placed in a job's working directory before it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputFile {
+    /// Relative to the working directory; plain components only (no `..`, no leading `/`).
+    pub path: String,
+    pub data: Vec<u8>,
+}
+
+/// Code run as `__main__` in a working directory, like `python main.py ARGS`.
+#[derive(Debug, Clone)]
+pub struct ScriptJob {
+    pub code: String,
+    pub argv: Vec<String>,
+    pub files: Vec<InputFile>,
+    /// The working directory's name inside the workspace. Default `work`.
+    pub workdir: String,
+    pub limits: Option<Limits>,
+    pub env: BTreeMap<String, String>,
+    /// Read back the files left in the working directory. Default `true`.
+    pub collect_files: bool,
+}
+
+impl ScriptJob {
+    pub fn new(code: impl Into<String>) -> Self {
+        ScriptJob {
+            code: code.into(),
+            argv: Vec::new(),
+            files: Vec::new(),
+            workdir: "work".into(),
+            limits: None,
+            env: BTreeMap::new(),
+            collect_files: true,
+        }
+    }
+}
+
+/// The rlimits a job process applies to itself before its code runs.
+pub(crate) fn rlimits(limits: &Limits, sandbox: &Sandbox, cpu: bool) -> Value {
+    let cgroup = sandbox.cgroup.is_some();
+    json!({
+        "cpu_seconds": cpu.then(|| limits.cpu().as_secs_f64().ceil() as u64),
+        "file_size_bytes": limits.file_size_bytes,
+        "open_files": limits.open_files,
+        // Without a cgroup, RLIMIT_NPROC is the process cap; it counts per user namespace, so
+        // it is only per-job when the job has its own.
+        "processes": (!cgroup && sandbox.layers.user_ns).then_some(limits.processes),
+        "data_bytes": (!cgroup).then_some(limits.memory_bytes),
+        "stack_bytes": limits.stack_bytes,
+    })
+}
+
+/// Where a job's directories are, as the job sees them.
+pub(crate) struct Layout {
+    pub cwd: String,
+    pub home: String,
+    pub tmp: String,
+}
+
+pub(crate) fn layout(sandbox: &Sandbox, workdir: &str) -> Layout {
+    let root = sandbox.workspace.job_path();
+    let tmp = if sandbox.layers.private_tmp {
+        root.clone()
+    } else {
+        root.join("tmp")
+    };
+    Layout {
+        cwd: root.join(workdir).display().to_string(),
+        home: root.join("home").display().to_string(),
+        tmp: tmp.display().to_string(),
+    }
+}
+
+fn infra<T>(reason: String, make: impl FnOnce(Status, String) -> T) -> T {
+    make(Status::Infra, reason)
+}
+
+/// `tmp` + 8 characters, like the directory `tempfile.TemporaryDirectory()` gives the official
+/// harness's jobs.
+fn temp_name(id: u64) -> String {
+    let seed = format!("{id}-{:?}", std::time::SystemTime::now());
+    format!("tmp{}", &blake3::hash(seed.as_bytes()).to_hex()[..8])
+}
+
+fn py_error(value: &Value) -> Option<PyError> {
+    value.as_object()?;
+    Some(PyError {
+        name: value["type"].as_str().unwrap_or_default().to_string(),
+        message: value["message"].as_str().unwrap_or_default().to_string(),
+        traceback: value["traceback"].as_str().unwrap_or_default().to_string(),
+    })
+}
+
+fn is_memory_error(traceback: &str) -> bool {
+    traceback
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.starts_with("MemoryError"))
+}
+
+fn pairs(value: &Value) -> Vec<(String, String)> {
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|pair| {
+                    Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// The job process is gone, so what happened must be read off how it went.
+fn died(aftermath: &Aftermath) -> String {
+    match aftermath.exit() {
+        Some(exit) => exit.describe(),
+        None => "ended without the worker confirming how".into(),
+    }
+}
+
+/// What the unittest job's frames said.
+#[derive(Default)]
+struct Progress {
+    loaded: Option<Vec<String>>,
+    tests: Vec<TestOutcome>,
+}
+
+impl Progress {
+    fn observe(&mut self, frame: &Value) -> bool {
+        match frame["ev"].as_str() {
+            Some("loaded") => {
+                let names = frame["tests"].as_array().map(|a| {
+                    a.iter()
+                        .filter_map(|n| n.as_str().map(str::to_string))
+                        .collect()
+                });
+                self.loaded = names;
+                false
+            }
+            Some("test") => {
+                let result =
+                    serde_json::from_value(frame["outcome"].clone()).unwrap_or(TestResult::Error);
+                self.tests.push(TestOutcome {
+                    name: frame["name"].as_str().unwrap_or_default().to_string(),
+                    result,
+                    detail: frame["detail"].as_str().unwrap_or_default().to_string(),
+                    seconds: frame["seconds"].as_f64().unwrap_or(0.0),
+                });
+                false
+            }
+            Some("done") | Some("internal_error") => true,
+            _ => false,
+        }
+    }
+
+    /// The reported tests plus, for tests that never reported, `crashed` for the first (the
+    /// one running when the process died) and `not-run` for the rest.
+    fn all_tests(&self, crashed: Option<&str>) -> Vec<TestOutcome> {
+        let mut tests = self.tests.clone();
+        let seen: HashSet<&str> = self.tests.iter().map(|t| t.name.as_str()).collect();
+        let mut first = true;
+        for name in self.loaded.iter().flatten() {
+            if seen.contains(name.as_str()) {
+                continue;
+            }
+            let (result, detail) = match crashed {
+                Some(reason) if first => (TestResult::Crashed, reason.to_string()),
+                _ => (TestResult::NotRun, String::new()),
+            };
+            first = false;
+            tests.push(TestOutcome {
+                name: name.clone(),
+                result,
+                detail,
+                seconds: 0.0,
+            });
+        }
+        tests
+    }
+
+    /// A summary is consistent with the streamed events: the same tests, each once.
+    fn consistent(&self, tests_run: Option<u64>) -> bool {
+        let mut names = HashSet::new();
+        let unique = self.tests.iter().all(|t| names.insert(t.name.as_str()));
+        let known = match &self.loaded {
+            Some(loaded) => self.tests.iter().all(|t| loaded.contains(&t.name)),
+            None => false,
+        };
+        unique && known && tests_run == Some(self.tests.len() as u64)
+    }
+}
+
+/// Everything a unittest verdict is derived from.
+struct UnittestRun {
+    progress: Progress,
+    end: End,
+    aftermath: Aftermath,
+    limits: Limits,
+}
+
+impl UnittestRun {
+    fn verdict(self) -> (Status, String, Vec<TestOutcome>, UnittestParts) {
+        let UnittestRun {
+            progress,
+            end,
+            aftermath,
+            limits,
+        } = self;
+        let mut parts = UnittestParts::default();
+        let timed_out = matches!(end, End::Deadline);
+        if timed_out {
+            let reason = format!("the wall-clock limit of {} was reached", secs(limits.wall));
+            let tests = progress.all_tests(Some(&reason));
+            return (Status::Timeout, reason, tests, parts);
+        }
+        let done = match &end {
+            End::Final(frame) if frame["ev"] == "done" => Some(frame),
+            _ => None,
+        };
+        if done.is_none() {
+            if let Some(reason) = aftermath.worker_died() {
+                let reason = format!("the worker died during the job: {reason}");
+                return (Status::Infra, reason, progress.all_tests(None), parts);
+            }
+        }
+        if let Some((status, reason)) = aftermath.limit_hit(&limits, false) {
+            if done.is_none() || status == Status::Oom {
+                let tests = progress.all_tests(Some(&reason));
+                return (status, reason, tests, parts);
+            }
+        }
+        let Some(done) = done else {
+            let cause = match &end {
+                End::Final(frame) => {
+                    let error = frame["error"].as_str().unwrap_or_default();
+                    if frame["stage"] == "prepare" {
+                        let reason = format!("the job could not be prepared: {error}");
+                        return (Status::Infra, reason, progress.all_tests(None), parts);
+                    }
+                    format!("the harness inside the sandbox failed: {error}")
+                }
+                End::Garbled(e) => format!("its results were garbled ({e})"),
+                _ => format!("the process {}", died(&aftermath)),
+            };
+            return match &progress.loaded {
+                Some(_) => {
+                    let reason = format!("a test did not finish: {cause}");
+                    (
+                        Status::Fail,
+                        reason.clone(),
+                        progress.all_tests(Some(&reason)),
+                        parts,
+                    )
+                }
+                None => {
+                    let reason = format!("the code did not reach its tests: {cause}");
+                    (Status::Error, reason, progress.all_tests(None), parts)
+                }
+            };
+        };
+        parts.tampered = done["tampered"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if done["phase"] == "module" {
+            parts.error = py_error(&done["error"]);
+            let error = parts.error.clone().unwrap_or_default();
+            let status = if error.name == "MemoryError" {
+                Status::Oom
+            } else {
+                Status::Error
+            };
+            let reason = format!("{}: {}", error.name, error.message);
+            return (status, reason, Vec::new(), parts);
+        }
+        parts.failures = pairs(&done["failures"]);
+        parts.errors = pairs(&done["errors"]);
+        parts.error = py_error(&done["aborted"]);
+        let tests = progress.all_tests(None);
+        let total = progress.loaded.as_ref().map_or(0, Vec::len);
+        if !parts.tampered.is_empty() {
+            let reason = format!(
+                "the code tampered with unittest: {}",
+                parts.tampered.join(", ")
+            );
+            return (Status::Fail, reason, tests, parts);
+        }
+        if !progress.consistent(done["tests_run"].as_u64()) {
+            let reason = "the test report does not match the tests that ran".to_string();
+            return (Status::Fail, reason, tests, parts);
+        }
+        let memory = parts
+            .failures
+            .iter()
+            .chain(&parts.errors)
+            .any(|(_, tb)| is_memory_error(tb))
+            || parts
+                .error
+                .as_ref()
+                .is_some_and(|e| e.name == "MemoryError");
+        if memory {
+            let reason = "a test ran out of memory (MemoryError)".to_string();
+            return (Status::Oom, reason, tests, parts);
+        }
+        if let Some(error) = &parts.error {
+            let reason = format!("{} escaped the test run: {}", error.name, error.message);
+            return (Status::Fail, reason, tests, parts);
+        }
+        let issues: Vec<&str> = parts
+            .failures
+            .iter()
+            .chain(&parts.errors)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !issues.is_empty() {
+            let reason = format!(
+                "{} of {total} tests failed: {}",
+                issues.len(),
+                issues.join(", ")
+            );
+            return (Status::Fail, reason, tests, parts);
+        }
+        (
+            Status::Pass,
+            format!("all {total} tests passed"),
+            tests,
+            parts,
+        )
+    }
+}
+
+#[derive(Default)]
+struct UnittestParts {
+    failures: Vec<(String, String)>,
+    errors: Vec<(String, String)>,
+    error: Option<PyError>,
+    tampered: Vec<String>,
+}
+
+fn unittest_outcome(status: Status, reason: String) -> UnittestOutcome {
+    UnittestOutcome {
+        status,
+        reason,
+        tests: Vec::new(),
+        failures: Vec::new(),
+        errors: Vec::new(),
+        error: None,
+        tampered: Vec::new(),
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+        usage: Usage::default(),
+        isolation: IsolationLevel::Minimal,
+    }
+}
+
+fn script_outcome(status: Status, reason: String) -> ScriptOutcome {
+    ScriptOutcome {
+        status,
+        reason,
+        exit_code: None,
+        error: None,
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+        files: Vec::new(),
+        usage: Usage::default(),
+        isolation: IsolationLevel::Minimal,
+    }
+}
+
+impl Inner {
+    /// A ready job process that meets the isolation the engine insists on, with its cgroup
+    /// limits set.
+    pub(crate) async fn sandbox_for(&self, limits: &Limits) -> Result<Sandbox, String> {
+        let mut sandbox = self.take_sandbox().await?;
+        let level = sandbox.layers.level();
+        if self.config.isolation == IsolationMode::Strict && level < IsolationLevel::Full {
+            return Err(format!(
+                "strict isolation was requested but the job process only reached `{level:?}`"
+            ));
+        }
+        if let Some(cgroup) = sandbox.cgroup.as_mut() {
+            cgroup
+                .start(limits.memory_bytes, limits.processes)
+                .map_err(|e| format!("setting the job's cgroup limits: {e}"))?;
+        }
+        Ok(sandbox)
+    }
+}
+
+impl Engine {
+    /// Runs `job.code` and `job.test` together in one fresh module and its test class with
+    /// `unittest`, as BigCodeBench's official evaluator does, and returns the verdict.
+    pub async fn run_unittest(&self, job: UnittestJob) -> UnittestOutcome {
+        let inner = &self.inner;
+        let _slot = inner.slot().await;
+        let limits = job
+            .limits
+            .clone()
+            .unwrap_or_else(|| inner.config.limits.clone());
+        let mut sandbox = match inner.sandbox_for(&limits).await {
+            Ok(sandbox) => sandbox,
+            Err(e) => return infra(e, unittest_outcome),
+        };
+        let dirs = layout(&sandbox, &temp_name(sandbox.workspace.id));
+        let spec = json!({
+            "kind": "unittest",
+            "code": job.code,
+            "test": job.test,
+            "test_class": job.test_class,
+            "env": inner.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), &job.env),
+            "cwd": dirs.cwd,
+            "make_dirs": [dirs.home, dirs.tmp],
+            "limits": rlimits(&limits, &sandbox, true),
+        });
+        let started = Instant::now();
+        let mut streams = Streams::new(limits.output_bytes);
+        let mut progress = Progress::default();
+        let end = match sandbox.send(&spec).await {
+            Ok(()) => {
+                run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
+                    progress.observe(frame)
+                })
+                .await
+            }
+            Err(e) => End::Garbled(format!("sending the job: {e}")),
+        };
+        let aftermath = finish(&mut sandbox, &mut streams).await;
+        let wall = started.elapsed();
+        let usage = aftermath.usage(wall);
+        let run = UnittestRun {
+            progress,
+            end,
+            aftermath,
+            limits,
+        };
+        let (status, reason, tests, parts) = run.verdict();
+        UnittestOutcome {
+            status,
+            reason,
+            tests,
+            failures: parts.failures,
+            errors: parts.errors,
+            error: parts.error,
+            tampered: parts.tampered,
+            stdout: streams.out.take(),
+            stderr: streams.err.take(),
+            usage,
+            isolation: sandbox.layers.level(),
+        }
+    }
+
+    /// Runs `job.code` as `__main__` in its own working directory and returns the verdict,
+    /// the output and the files it left there.
+    pub async fn run_script(&self, job: ScriptJob) -> ScriptOutcome {
+        if !is_plain_name(&job.workdir) {
+            let reason = format!(
+                "invalid job: workdir {:?} must be one plain name",
+                job.workdir
+            );
+            return infra(reason, script_outcome);
+        }
+        if let Some(bad) = job.files.iter().find(|f| !is_plain_relative(&f.path)) {
+            let reason = format!(
+                "invalid job: input path {:?} must be relative and plain",
+                bad.path
+            );
+            return infra(reason, script_outcome);
+        }
+        let inner = &self.inner;
+        let _slot = inner.slot().await;
+        let limits = job
+            .limits
+            .clone()
+            .unwrap_or_else(|| inner.config.limits.clone());
+        let mut sandbox = match inner.sandbox_for(&limits).await {
+            Ok(sandbox) => sandbox,
+            Err(e) => return infra(e, script_outcome),
+        };
+        let dirs = layout(&sandbox, &job.workdir);
+        let spec = json!({
+            "kind": "script",
+            "code": job.code,
+            "argv": job.argv,
+            "files": encode_files(&job.files),
+            "env": inner.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), &job.env),
+            "cwd": dirs.cwd,
+            "make_dirs": [dirs.home, dirs.tmp],
+            "limits": rlimits(&limits, &sandbox, true),
+        });
+        let started = Instant::now();
+        let mut streams = Streams::new(limits.output_bytes);
+        let end = match sandbox.send(&spec).await {
+            Ok(()) => {
+                run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
+                    matches!(frame["ev"].as_str(), Some("done" | "internal_error"))
+                })
+                .await
+            }
+            Err(e) => End::Garbled(format!("sending the job: {e}")),
+        };
+        let aftermath = finish(&mut sandbox, &mut streams).await;
+        let usage = aftermath.usage(started.elapsed());
+        let mut outcome = script_verdict(end, &aftermath, &limits);
+        if job.collect_files && outcome.status != Status::Infra {
+            let root = sandbox.workspace.host_path();
+            let workdir = job.workdir.clone();
+            let collected = tokio::task::spawn_blocking(move || {
+                collect::collect(&root, &workdir, Budget::default())
+            })
+            .await;
+            match collected {
+                Ok(Ok(files)) => outcome.files = files,
+                Ok(Err(e)) => tracing::warn!("collecting the script's files: {e}"),
+                Err(e) => tracing::warn!("collecting the script's files: {e}"),
+            }
+        }
+        outcome.stdout = streams.out.take();
+        outcome.stderr = streams.err.take();
+        outcome.usage = usage;
+        outcome.isolation = sandbox.layers.level();
+        outcome
+    }
+}
+
+pub(crate) fn encode_files(files: &[crate::InputFile]) -> Vec<Value> {
+    let engine = base64::engine::general_purpose::STANDARD;
+    files
+        .iter()
+        .map(|f| json!({"path": f.path, "data": engine.encode(&f.data)}))
+        .collect()
+}
+
+fn script_verdict(end: End, aftermath: &Aftermath, limits: &Limits) -> ScriptOutcome {
+    if matches!(end, End::Deadline) {
+        let reason = format!("the wall-clock limit of {} was reached", secs(limits.wall));
+        return script_outcome(Status::Timeout, reason);
+    }
+    let done = match &end {
+        End::Final(frame) => Some(frame),
+        _ => None,
+    };
+    if done.is_none() {
+        if let Some(reason) = aftermath.worker_died() {
+            let reason = format!("the worker died during the job: {reason}");
+            return script_outcome(Status::Infra, reason);
+        }
+    }
+    if let Some((status, reason)) = aftermath.limit_hit(limits, false) {
+        if done.is_none() || status == Status::Oom {
+            return script_outcome(status, reason);
+        }
+    }
+    let Some(done) = done else {
+        let cause = match &end {
+            End::Garbled(e) => format!("its results were garbled ({e})"),
+            _ => format!("the process {}", died(aftermath)),
+        };
+        let mut outcome =
+            script_outcome(Status::Error, format!("the script did not finish: {cause}"));
+        outcome.exit_code = aftermath.exit().and_then(|e| e.code());
+        return outcome;
+    };
+    if done["ev"] == "internal_error" {
+        let error = done["error"].as_str().unwrap_or_default();
+        return if done["stage"] == "prepare" {
+            script_outcome(
+                Status::Infra,
+                format!("the job could not be prepared: {error}"),
+            )
+        } else {
+            script_outcome(
+                Status::Error,
+                format!("the harness inside the sandbox failed: {error}"),
+            )
+        };
+    }
+    let exit_code = done["exit_code"].as_i64().unwrap_or(1) as i32;
+    let error = py_error(&done["error"]);
+    let (status, reason) = match (&error, exit_code) {
+        (Some(e), _) if e.name == "MemoryError" => (Status::Oom, "MemoryError".to_string()),
+        (Some(e), _) => (Status::Error, format!("{}: {}", e.name, e.message)),
+        (None, 0) => (Status::Pass, "exited with code 0".to_string()),
+        (None, code) => (Status::Error, format!("exited with code {code}")),
+    };
+    let mut outcome = script_outcome(status, reason);
+    outcome.exit_code = Some(exit_code);
+    outcome.error = error;
+    outcome
+}

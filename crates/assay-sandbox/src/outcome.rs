@@ -1,0 +1,271 @@
+//! What a job, a script or a session cell came to.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::capture::Captured;
+use crate::isolation::IsolationLevel;
+
+/// The verdict of a job. Each comes with a human-readable reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Unittest: every test ran and passed (skips count as passes, as in the official
+    /// harness). Script: exit code 0. Cell: ran without raising.
+    Pass,
+    /// Unittest: a test failed or errored, a test crashed the process, or the code tampered
+    /// with the test machinery.
+    Fail,
+    /// The code failed before any test ran (syntax error, import error, exception at module
+    /// level); a script's non-zero exit; a cell that raised.
+    Error,
+    /// The wall-clock or CPU-time limit was reached.
+    Timeout,
+    /// The memory limit was reached.
+    Oom,
+    /// The harness or the environment failed, not the code: no sandbox could be started, the
+    /// worker died, the isolation required could not be reached.
+    Infra,
+}
+
+impl Status {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Error => "error",
+            Status::Timeout => "timeout",
+            Status::Oom => "oom",
+            Status::Infra => "infra",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Resources a job used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// From sending the job to its verdict.
+    #[serde(with = "seconds")]
+    pub wall: Duration,
+    /// The job's tree with a cgroup, the job process itself otherwise.
+    #[serde(with = "optional_seconds")]
+    pub cpu: Option<Duration>,
+    /// Peak memory: the tree's with a cgroup, the largest process's otherwise.
+    pub memory_peak_bytes: Option<u64>,
+}
+
+/// An exception as Python described it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PyError {
+    /// The exception's type name (`ValueError`).
+    pub name: String,
+    /// `str(exception)`.
+    pub message: String,
+    /// The formatted traceback (capped).
+    pub traceback: String,
+}
+
+/// How one test method ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TestResult {
+    #[serde(rename = "pass")]
+    Pass,
+    #[serde(rename = "fail")]
+    Fail,
+    #[serde(rename = "error")]
+    Error,
+    #[serde(rename = "skip")]
+    Skip,
+    #[serde(rename = "xfail")]
+    ExpectedFailure,
+    #[serde(rename = "xpass")]
+    UnexpectedSuccess,
+    /// The process died (or was killed) before the test finished.
+    #[serde(rename = "crashed")]
+    Crashed,
+    /// The test never started.
+    #[serde(rename = "not-run")]
+    NotRun,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestOutcome {
+    /// The method name (the key the official results use).
+    pub name: String,
+    pub result: TestResult,
+    /// The traceback of a failure or error, a skip's reason.
+    pub detail: String,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnittestOutcome {
+    pub status: Status,
+    pub reason: String,
+    /// Every test the class defines, in the order they ran (unrun ones last).
+    pub tests: Vec<TestOutcome>,
+    /// `(test key, traceback)` of failures, then of errors, in the order `unittest` recorded
+    /// them: together, what the official harness puts in a result's `details`.
+    pub failures: Vec<(String, String)>,
+    pub errors: Vec<(String, String)>,
+    /// The exception that stopped the code before its tests ran (status `error`), or that
+    /// escaped the test run.
+    pub error: Option<PyError>,
+    /// Parts of `unittest` the code replaced; never empty when the status says so.
+    pub tampered: Vec<String>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub usage: Usage,
+    pub isolation: IsolationLevel,
+}
+
+/// A file a script left in its working directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputFile {
+    /// Relative to the working directory.
+    pub path: String,
+    pub size: u64,
+    /// The content (cut to what fit in the collection budget).
+    #[serde(with = "base64_bytes")]
+    pub data: Vec<u8>,
+    pub truncated: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptOutcome {
+    pub status: Status,
+    pub reason: String,
+    /// `None` when the process was killed.
+    pub exit_code: Option<i32>,
+    pub error: Option<PyError>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub files: Vec<OutputFile>,
+    pub usage: Usage,
+    pub isolation: IsolationLevel,
+}
+
+/// What one session cell did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecOutcome {
+    pub status: Status,
+    pub reason: String,
+    /// `repr` of the cell's last expression, if it was one and not `None`.
+    pub result: Option<String>,
+    pub error: Option<PyError>,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    /// Matplotlib figures open at the end of the cell, as PNG files.
+    #[serde(with = "base64_list")]
+    pub figures: Vec<Vec<u8>>,
+    #[serde(with = "seconds")]
+    pub wall: Duration,
+    /// Whether the session's state survived the cell (false after a kill).
+    pub session_alive: bool,
+    pub isolation: IsolationLevel,
+}
+
+mod seconds {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+mod optional_seconds {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Option::<f64>::deserialize(d)?
+            .map(|secs| Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
+mod base64_bytes {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(data: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(data))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+mod base64_list {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(items: &[Vec<u8>], s: S) -> Result<S::Ok, S::Error> {
+        let engine = base64::engine::general_purpose::STANDARD;
+        s.collect_seq(items.iter().map(|item| engine.encode(item)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vec<u8>>, D::Error> {
+        let engine = base64::engine::general_purpose::STANDARD;
+        Vec::<String>::deserialize(d)?
+            .into_iter()
+            .map(|text| engine.decode(text).map_err(serde::de::Error::custom))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_serialize_as_the_documented_words() {
+        for (status, word) in [
+            (Status::Pass, "pass"),
+            (Status::Fail, "fail"),
+            (Status::Error, "error"),
+            (Status::Timeout, "timeout"),
+            (Status::Oom, "oom"),
+            (Status::Infra, "infra"),
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), word);
+            assert_eq!(status.to_string(), word);
+        }
+    }
+
+    #[test]
+    fn binary_fields_round_trip_through_json() {
+        let file = OutputFile {
+            path: "out/plot.png".into(),
+            size: 4,
+            data: vec![0, 159, 146, 150],
+            truncated: false,
+        };
+        let text = serde_json::to_string(&file).unwrap();
+        assert_eq!(serde_json::from_str::<OutputFile>(&text).unwrap(), file);
+    }
+}

@@ -1,0 +1,272 @@
+//! One confined job process, as the supervisor holds it: its pipes, its pidfd, the notice of its
+//! end, its cgroup and its workspace.
+
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::fs::OFlags;
+use rustix::pipe::{pipe_with, PipeFlags};
+use rustix::process::{pidfd_send_signal, Signal};
+use serde_json::{json, Value};
+use tokio::net::unix::pipe;
+use tokio::sync::oneshot;
+
+use crate::cgroup::JobCgroup;
+use crate::frames::{write_frame, FrameReader};
+use crate::isolation::Layers;
+use crate::worker::{pid_of, ExitNotice, Worker};
+
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Results a job may send: one frame per test plus a summary, tracebacks capped at 64 KiB.
+const MAX_FRAME: usize = 32 << 20;
+const MAX_RESULTS: usize = 256 << 20;
+
+/// A job's private directory, freed when the last holder lets go: a tmpfs inside the worker's
+/// mount namespace, or a host directory when there are no mount namespaces.
+pub(crate) struct Workspace {
+    pub id: u64,
+    worker: Arc<Worker>,
+    /// Set in degraded mode: the host directory itself.
+    host_dir: Option<PathBuf>,
+}
+
+impl Workspace {
+    pub fn new(id: u64, worker: Arc<Worker>, host_dir: Option<PathBuf>) -> Self {
+        Workspace {
+            id,
+            worker,
+            host_dir,
+        }
+    }
+
+    /// The spawn message's workspace fields.
+    fn message(&self) -> Value {
+        match &self.host_dir {
+            Some(dir) => json!({"workspace": self.id, "workspace_path": dir}),
+            None => json!({"workspace": self.id}),
+        }
+    }
+
+    /// The workspace root as the supervisor can reach it.
+    pub fn host_path(&self) -> PathBuf {
+        match &self.host_dir {
+            Some(dir) => dir.clone(),
+            None => self.worker.root().join("ws").join(self.id.to_string()),
+        }
+    }
+
+    /// Whether the workspace still exists (a worker's workspaces die with it).
+    pub fn alive(&self) -> bool {
+        self.host_dir.is_some() || self.worker.is_alive()
+    }
+
+    /// The workspace root as the job sees it.
+    pub fn job_path(&self) -> PathBuf {
+        match &self.host_dir {
+            Some(dir) => dir.clone(),
+            None => PathBuf::from("/tmp"),
+        }
+    }
+}
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        if let Some(dir) = self.host_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let worker = self.worker.clone();
+            let id = self.id;
+            handle.spawn(async move { worker.release(id).await });
+        }
+    }
+}
+
+pub(crate) struct Sandbox {
+    pub workspace: Arc<Workspace>,
+    pub worker: Arc<Worker>,
+    pidfd: Arc<OwnedFd>,
+    pub host_pid: i32,
+    ctl: Option<pipe::Sender>,
+    pub out: pipe::Receiver,
+    pub err: pipe::Receiver,
+    pub results: FrameReader<pipe::Receiver>,
+    pub exit: ExitWatch,
+    pub layers: Layers,
+    pub cgroup: Option<JobCgroup>,
+}
+
+/// A way to signal a job process that outlives borrows of its [`Sandbox`].
+#[derive(Clone)]
+pub(crate) struct Signaller(Arc<OwnedFd>);
+
+impl Signaller {
+    pub fn send(&self, signal: Signal) -> bool {
+        pidfd_send_signal(&*self.0, signal).is_ok()
+    }
+}
+
+fn nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags | OFlags::NONBLOCK)?;
+    Ok(())
+}
+
+impl Sandbox {
+    /// Forks a job process in `workspace`, waits for it to report its confinement, and puts
+    /// it in `cgroup` when given.
+    pub async fn spawn(
+        id: u64,
+        worker: Arc<Worker>,
+        workspace: Arc<Workspace>,
+        cgroup: Option<JobCgroup>,
+    ) -> Result<Sandbox, String> {
+        let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
+        let (ctl_r, ctl_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| io("pipe", e.into()))?;
+        let (out_r, out_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| io("pipe", e.into()))?;
+        let (err_r, err_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| io("pipe", e.into()))?;
+        let (res_r, res_w) = pipe_with(PipeFlags::CLOEXEC).map_err(|e| io("pipe", e.into()))?;
+        for fd in [&ctl_w, &out_r, &err_r, &res_r] {
+            nonblocking(fd).map_err(|e| io("fcntl", e))?;
+        }
+        let (pidfd, exit) = worker
+            .spawn(id, workspace.message(), [ctl_r, out_w, err_w, res_w])
+            .await?;
+        let host_pid = pid_of(&pidfd).map_err(|e| io("reading the job's pid", e))?;
+        let pidfd = Arc::new(pidfd);
+        let kill_on_error = |reason: String| {
+            let _ = pidfd_send_signal(&*pidfd, Signal::KILL);
+            reason
+        };
+        if let Some(cgroup) = &cgroup {
+            cgroup
+                .attach(host_pid)
+                .map_err(|e| kill_on_error(io("joining the job's cgroup", e)))?;
+        }
+        let wrap = |e| kill_on_error(io("pipe", e));
+        let ctl = pipe::Sender::from_owned_fd(ctl_w).map_err(wrap)?;
+        let out = pipe::Receiver::from_owned_fd(out_r).map_err(wrap)?;
+        let err = pipe::Receiver::from_owned_fd(err_r).map_err(wrap)?;
+        let res = pipe::Receiver::from_owned_fd(res_r).map_err(wrap)?;
+        let mut results = FrameReader::new(res, MAX_FRAME, MAX_RESULTS);
+        let first = tokio::time::timeout(READY_TIMEOUT, results.next()).await;
+        let layers = match first {
+            Ok(Ok(Some(frame))) if frame["ev"] == "ready" => {
+                serde_json::from_value(frame["layers"].clone()).unwrap_or_default()
+            }
+            Ok(Ok(Some(frame))) if frame["ev"] == "setup_failed" => {
+                return Err(kill_on_error(format!(
+                    "the job process could not confine itself:\n{}",
+                    frame["error"].as_str().unwrap_or("(no reason given)")
+                )))
+            }
+            Ok(Ok(other)) => {
+                return Err(kill_on_error(format!(
+                    "unexpected first message from a job process: {other:?}"
+                )))
+            }
+            Ok(Err(e)) => return Err(kill_on_error(format!("job process start-up: {e}"))),
+            Err(_) => {
+                return Err(kill_on_error(format!(
+                    "a job process did not report ready within {} s",
+                    READY_TIMEOUT.as_secs()
+                )))
+            }
+        };
+        Ok(Sandbox {
+            workspace,
+            worker,
+            pidfd,
+            host_pid,
+            ctl: Some(ctl),
+            out,
+            err,
+            results,
+            exit: ExitWatch {
+                rx: Some(exit),
+                ended: None,
+            },
+            layers,
+            cgroup,
+        })
+    }
+
+    /// Whether this process can still take a job (its worker lives and it has not exited).
+    pub fn is_usable(&mut self) -> bool {
+        self.worker.is_alive() && self.exit.pending()
+    }
+
+    pub async fn send(&mut self, frame: &Value) -> std::io::Result<()> {
+        match self.ctl.as_mut() {
+            Some(ctl) => write_frame(ctl, frame).await,
+            None => Err(std::io::Error::other("the control pipe is closed")),
+        }
+    }
+
+    pub fn signaller(&self) -> Signaller {
+        Signaller(self.pidfd.clone())
+    }
+
+    /// Kills the job process and its whole tree: as PID 1 of its own PID namespace it takes
+    /// every descendant with it; without one, its process group and its cgroup go too.
+    pub fn kill(&self) {
+        let _ = pidfd_send_signal(&*self.pidfd, Signal::KILL);
+        if !self.layers.pid_ns {
+            if let Some(pgid) = rustix::process::Pid::from_raw(self.host_pid) {
+                let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+            }
+            if let Some(cgroup) = &self.cgroup {
+                cgroup.kill_all();
+            }
+        }
+    }
+
+    /// The notice of the process's end, waiting at most `timeout`.
+    pub async fn ended(&mut self, timeout: Duration) -> Option<ExitNotice> {
+        tokio::time::timeout(timeout, self.exit.wait()).await.ok()
+    }
+}
+
+/// The notice of a job process's end, as the worker will send it.
+pub(crate) struct ExitWatch {
+    rx: Option<oneshot::Receiver<ExitNotice>>,
+    ended: Option<ExitNotice>,
+}
+
+impl ExitWatch {
+    /// Still running, as far as we know.
+    fn pending(&mut self) -> bool {
+        match self.rx.as_mut().map(|rx| rx.try_recv()) {
+            Some(Err(oneshot::error::TryRecvError::Empty)) => true,
+            Some(Ok(notice)) => {
+                self.rx = None;
+                self.ended = Some(notice);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Waits for the notice; later calls return it again. Cancel-safe.
+    pub async fn wait(&mut self) -> ExitNotice {
+        if let Some(notice) = &self.ended {
+            return notice.clone();
+        }
+        let notice = match self.rx.as_mut() {
+            Some(rx) => rx
+                .await
+                .unwrap_or_else(|_| ExitNotice::WorkerDied("the worker has died".into())),
+            None => ExitNotice::WorkerDied("the worker has died".into()),
+        };
+        self.rx = None;
+        self.ended = Some(notice.clone());
+        notice
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

@@ -1,0 +1,357 @@
+//! Persistent interpreter sessions: what an agent drives turn after turn.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustix::process::Signal;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::capture::Captured;
+use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
+use crate::config::Limits;
+use crate::drive::{finish, run_until, End, Streams};
+use crate::engine::{Engine, Inner};
+use crate::isolation::IsolationLevel;
+use crate::job::{encode_files, layout, rlimits, InputFile};
+use crate::outcome::{ExecOutcome, OutputFile, PyError, Status};
+use crate::sandbox::{Sandbox, Signaller, Workspace};
+use crate::Error;
+
+/// After a cell's time limit, how long the interrupt (KeyboardInterrupt) may take to land
+/// before the session is killed.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+
+/// How to open a [`Session`].
+#[derive(Debug, Clone)]
+pub struct SessionSpec {
+    /// Files placed in the working directory before the first cell.
+    pub files: Vec<InputFile>,
+    /// The working directory's name inside the workspace. Default `work`.
+    pub workdir: String,
+    pub env: BTreeMap<String, String>,
+    /// `wall` and `cpu` apply to each cell; the rest to the session's process tree.
+    /// `None`: the engine's default limits.
+    pub limits: Option<Limits>,
+}
+
+impl Default for SessionSpec {
+    fn default() -> Self {
+        SessionSpec {
+            files: Vec::new(),
+            workdir: "work".into(),
+            env: BTreeMap::new(),
+            limits: None,
+        }
+    }
+}
+
+/// A persistent Python interpreter in its own sandbox. Variables and imports live from one
+/// [`exec`](Session::exec) to the next; files persist in its workspace across
+/// [`restart`](Session::restart)s. Cells run one at a time; [`interrupt`](Session::interrupt)
+/// may be called from anywhere while one runs.
+pub struct Session {
+    engine: Arc<Inner>,
+    state: tokio::sync::Mutex<State>,
+    signaller: Mutex<Option<Signaller>>,
+    spec: SessionSpec,
+    limits: Limits,
+}
+
+struct State {
+    sandbox: Option<Sandbox>,
+    workspace: Arc<Workspace>,
+    /// Why the session is not running, when it isn't.
+    dead: Option<String>,
+    cells: u64,
+}
+
+fn exec_outcome(status: Status, reason: String, alive: bool) -> ExecOutcome {
+    ExecOutcome {
+        status,
+        reason,
+        result: None,
+        error: None,
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+        figures: Vec::new(),
+        wall: Duration::ZERO,
+        session_alive: alive,
+        isolation: IsolationLevel::Minimal,
+    }
+}
+
+impl Engine {
+    /// Opens a session: a confined interpreter waiting for its first cell.
+    pub async fn open_session(&self, spec: SessionSpec) -> Result<Session, Error> {
+        if !is_plain_name(&spec.workdir) {
+            return Err(Error::InvalidJob(format!(
+                "workdir {:?} must be one plain name",
+                spec.workdir
+            )));
+        }
+        if let Some(bad) = spec.files.iter().find(|f| !is_plain_relative(&f.path)) {
+            return Err(Error::InvalidJob(format!(
+                "input path {:?} must be relative and plain",
+                bad.path
+            )));
+        }
+        let inner = self.inner.clone();
+        let limits = spec
+            .limits
+            .clone()
+            .unwrap_or_else(|| inner.config.limits.clone());
+        let mut sandbox = inner.sandbox_for(&limits).await.map_err(Error::Sandbox)?;
+        start(&inner, &mut sandbox, &spec, &limits, &spec.files)
+            .await
+            .map_err(Error::Sandbox)?;
+        let session = Session {
+            signaller: Mutex::new(Some(sandbox.signaller())),
+            state: tokio::sync::Mutex::new(State {
+                workspace: sandbox.workspace.clone(),
+                sandbox: Some(sandbox),
+                dead: None,
+                cells: 0,
+            }),
+            engine: inner,
+            spec,
+            limits,
+        };
+        Ok(session)
+    }
+}
+
+/// Sends the session spec that turns a fresh job process into a session.
+async fn start(
+    inner: &Inner,
+    sandbox: &mut Sandbox,
+    spec: &SessionSpec,
+    limits: &Limits,
+    files: &[InputFile],
+) -> Result<(), String> {
+    let dirs = layout(sandbox, &spec.workdir);
+    let frame = json!({
+        "kind": "session",
+        "env": inner.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), &spec.env),
+        "cwd": dirs.cwd,
+        "make_dirs": [dirs.home, dirs.tmp],
+        "files": encode_files(files),
+        // CPU time is budgeted per cell, not for the session's life.
+        "limits": rlimits(limits, sandbox, false),
+    });
+    sandbox
+        .send(&frame)
+        .await
+        .map_err(|e| format!("starting the session: {e}"))
+}
+
+impl Session {
+    /// Runs one cell with the session's per-cell limits.
+    pub async fn exec(&self, code: &str) -> ExecOutcome {
+        self.exec_with(code, self.limits.wall, self.limits.cpu())
+            .await
+    }
+
+    /// Runs one cell with its own wall-clock and CPU-time limits. At the wall limit the cell
+    /// is interrupted (KeyboardInterrupt, state kept); if it does not stop within a grace
+    /// period, the session is killed and must be restarted.
+    pub async fn exec_with(&self, code: &str, wall: Duration, cpu: Duration) -> ExecOutcome {
+        let mut guard = self.state.lock().await;
+        let state = &mut *guard;
+        let Some(sandbox) = state.sandbox.as_mut() else {
+            let why = state.dead.clone().unwrap_or_else(|| "it was closed".into());
+            return exec_outcome(
+                Status::Error,
+                format!("the session is not running ({why}); restart it"),
+                false,
+            );
+        };
+        state.cells += 1;
+        let id = state.cells;
+        let isolation = sandbox.layers.level();
+        let request = json!({
+            "op": "exec", "id": id, "code": code, "cpu_seconds": cpu.as_secs_f64().ceil() as u64,
+        });
+        let started = Instant::now();
+        let mut streams = Streams::new(self.limits.output_bytes);
+        let matches = |frame: &Value| frame["ev"] == "exec_done" && frame["id"] == id;
+        let mut end = match sandbox.send(&request).await {
+            Ok(()) => run_until(sandbox, &mut streams, started + wall, matches).await,
+            Err(e) => End::Garbled(format!("sending the cell: {e}")),
+        };
+        let mut interrupted = false;
+        if matches!(end, End::Deadline) {
+            interrupted = true;
+            sandbox.signaller().send(Signal::INT);
+            end = run_until(
+                sandbox,
+                &mut streams,
+                Instant::now() + INTERRUPT_GRACE,
+                matches,
+            )
+            .await;
+        }
+        let timeout_reason = || {
+            format!(
+                "the cell's time limit of {} s was reached",
+                wall.as_secs_f64()
+            )
+        };
+        if let End::Final(frame) = end {
+            streams.drain_now(sandbox);
+            let mut outcome = cell_answer(&frame);
+            if interrupted {
+                outcome.status = Status::Timeout;
+                outcome.reason = format!("{}; it was interrupted", timeout_reason());
+            }
+            outcome.stdout = streams.out.take();
+            outcome.stderr = streams.err.take();
+            outcome.wall = started.elapsed();
+            outcome.isolation = isolation;
+            return outcome;
+        }
+        // The session is over: killed for time, or dead on its own.
+        let aftermath = finish(sandbox, &mut streams).await;
+        let (status, reason) = if interrupted {
+            (
+                Status::Timeout,
+                format!(
+                    "{} and the interrupt did not stop it; the session was killed",
+                    timeout_reason()
+                ),
+            )
+        } else if let Some(reason) = aftermath.worker_died() {
+            (Status::Infra, format!("the worker died: {reason}"))
+        } else if let Some(hit) = aftermath.limit_hit(&self.limits, false) {
+            hit
+        } else {
+            let how = match (&end, aftermath.exit()) {
+                (End::Garbled(e), _) => format!("its results were garbled ({e})"),
+                (_, Some(exit)) => exit.describe(),
+                _ => "it ended".into(),
+            };
+            (Status::Error, format!("the session's process died: {how}"))
+        };
+        let mut outcome = exec_outcome(status, reason.clone(), false);
+        outcome.stdout = streams.out.take();
+        outcome.stderr = streams.err.take();
+        outcome.wall = started.elapsed();
+        outcome.isolation = isolation;
+        state.sandbox = None;
+        state.dead = Some(reason);
+        *self.signaller.lock().expect("poisoned") = None;
+        outcome
+    }
+
+    /// Raises KeyboardInterrupt in the running cell (a no-op between cells). Returns whether
+    /// the signal was delivered.
+    pub fn interrupt(&self) -> bool {
+        match self.signaller.lock().expect("poisoned").as_ref() {
+            Some(signaller) => signaller.send(Signal::INT),
+            None => false,
+        }
+    }
+
+    /// Replaces the interpreter with a fresh one: all state is lost, files in the workspace
+    /// stay (unless the worker itself died, which takes the workspace with it).
+    pub async fn restart(&self) -> Result<(), Error> {
+        let mut state = self.state.lock().await;
+        if let Some(old) = state.sandbox.take() {
+            old.kill();
+        }
+        *self.signaller.lock().expect("poisoned") = None;
+        let inner = &self.engine;
+        let reuse = state.workspace.alive().then(|| state.workspace.clone());
+        let fresh = reuse.is_none();
+        let mut sandbox = match reuse {
+            Some(ws) => inner.spawn_sandbox(Some(ws)).await,
+            None => inner.spawn_sandbox(None).await,
+        }
+        .map_err(Error::Sandbox)?;
+        if let Some(cgroup) = sandbox.cgroup.as_mut() {
+            cgroup
+                .start(self.limits.memory_bytes, self.limits.processes)
+                .map_err(|e| Error::Sandbox(format!("setting the session's cgroup limits: {e}")))?;
+        }
+        // A fresh workspace needs the input files again; a kept one already has them.
+        let files: &[InputFile] = if fresh { &self.spec.files } else { &[] };
+        start(inner, &mut sandbox, &self.spec, &self.limits, files)
+            .await
+            .map_err(Error::Sandbox)?;
+        *self.signaller.lock().expect("poisoned") = Some(sandbox.signaller());
+        state.workspace = sandbox.workspace.clone();
+        state.sandbox = Some(sandbox);
+        state.dead = None;
+        Ok(())
+    }
+
+    /// The files now in the session's working directory.
+    pub async fn files(&self) -> Result<Vec<OutputFile>, Error> {
+        let root = self.state.lock().await.workspace.host_path();
+        let workdir = self.spec.workdir.clone();
+        tokio::task::spawn_blocking(move || collect::collect(&root, &workdir, Budget::default()))
+            .await
+            .map_err(|e| Error::Sandbox(e.to_string()))?
+            .map_err(|e| Error::Sandbox(format!("reading the session's files: {e}")))
+    }
+
+    /// Whether an interpreter is running (false after it died, until a restart).
+    pub async fn is_alive(&self) -> bool {
+        self.state.lock().await.sandbox.is_some()
+    }
+
+    /// Ends the session and frees its workspace.
+    pub async fn close(self) {
+        let mut state = self.state.lock().await;
+        if let Some(sandbox) = state.sandbox.as_mut() {
+            let _ = sandbox.send(&json!({"op": "close"})).await;
+            sandbox.kill();
+        }
+        state.sandbox = None;
+    }
+}
+
+fn cell_answer(frame: &Value) -> ExecOutcome {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let error = frame["error"].as_object().map(|e| PyError {
+        name: e
+            .get("ename")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into(),
+        message: e
+            .get("evalue")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into(),
+        traceback: e
+            .get("traceback")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into(),
+    });
+    let (status, reason) = match &error {
+        None => (Status::Pass, "the cell ran".to_string()),
+        Some(e) if e.name == "MemoryError" => (Status::Oom, "MemoryError".to_string()),
+        Some(e) if e.name == "CpuBudgetExceeded" => (
+            Status::Timeout,
+            "the cell's CPU-time limit was reached".to_string(),
+        ),
+        Some(e) => (Status::Error, format!("{}: {}", e.name, e.message)),
+    };
+    let mut outcome = exec_outcome(status, reason, true);
+    outcome.result = frame["result"].as_str().map(str::to_string);
+    outcome.error = error;
+    outcome.figures = frame["figures"]
+        .as_array()
+        .map(|figs| {
+            figs.iter()
+                .filter_map(|f| engine.decode(f.as_str()?).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    outcome
+}
