@@ -47,7 +47,11 @@ impl Environment {
         let started = Instant::now();
         let envs = self.dir.parent().expect("environment dir has a parent");
         std::fs::create_dir_all(envs).map_err(|e| Error::io(envs, e))?;
-        let _lock = lock(&self.dir.with_extension("lock"), observer)?;
+        let name = self.dir.file_name().expect("environment dir has a name");
+        let _lock = lock(
+            &envs.join(format!("{}.lock", name.to_string_lossy())),
+            observer,
+        )?;
         if let Some(marker) = read_marker(&self.dir) {
             if marker.requirements_digest == self.profile.digest() {
                 return Ok(marker);

@@ -255,6 +255,8 @@ class Recorder(_result.TestResult):
 
 
 def _official_guard():
+    os.environ.update({"TZ": "UTC", "OMP_NUM_THREADS": "1", "TF_CPP_MIN_LOG_LEVEL": "3",
+                       "TF_ENABLE_ONEDNN_OPTS": "0"})
     time.tzset()
     faulthandler.disable()
     builtins.exit = None

@@ -1,13 +1,17 @@
 //! Shared set-up for the integration tests: the `test` profile's Python environment (built
-//! once, under a lock, by the first test that needs it) and engines on top of it.
+//! once, under a lock, by the first test that needs it), one runtime and one engine per test
+//! binary (so the tests also exercise concurrent use), and helpers.
 
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use assay_pyenv::{Environment, Interpreter, Profile, SilentObserver};
-use assay_sandbox::{Engine, EngineConfig, IsolationMode};
+use assay_sandbox::{Engine, EngineConfig, IsolationMode, Limits};
+use tokio::runtime::Runtime;
 
 /// The test environment's interpreter, set up on first use.
 pub fn python() -> PathBuf {
@@ -24,6 +28,8 @@ pub fn python() -> PathBuf {
         .clone()
 }
 
+/// Strict isolation: the suite runs where full isolation is available (our CI machines) and
+/// must fail loudly, not degrade quietly, anywhere it isn't.
 pub fn config() -> EngineConfig {
     let mut config = EngineConfig::new(python());
     config.preload = Profile::by_name("test")
@@ -33,13 +39,46 @@ pub fn config() -> EngineConfig {
         .map(|s| s.to_string())
         .collect();
     config.isolation = IsolationMode::Strict;
-    config.concurrency = 2;
+    config.concurrency = 4;
     config.prefork = 2;
+    config.limits = limits(20);
     config
 }
 
-pub async fn engine() -> Engine {
-    Engine::start(config()).await.expect("engine starts")
+pub fn limits(wall_secs: u64) -> Limits {
+    Limits {
+        wall: Duration::from_secs(wall_secs),
+        memory_bytes: 1 << 30,
+        ..Limits::default()
+    }
+}
+
+pub fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .expect("runtime")
+    })
+}
+
+/// Runs a test body on the shared runtime.
+pub fn run<F: Future>(future: F) -> F::Output {
+    runtime().block_on(future)
+}
+
+/// The engine shared by every test of this binary.
+pub fn engine() -> Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            runtime()
+                .block_on(Engine::start(config()))
+                .expect("engine starts")
+        })
+        .clone()
 }
 
 pub const TRIVIAL_TEST: &str = r#"

@@ -1,0 +1,51 @@
+import os
+import unittest
+
+from assay_worker import child, script_job, wire
+
+from helpers import in_child
+
+
+def script(code, **extra):
+    events, _ = in_child(script_job.run, {"code": code, **extra})
+    return {e["ev"]: e for e in events}
+
+
+class ScriptJobTest(unittest.TestCase):
+    def test_exit_codes_follow_python(self):
+        self.assertEqual(script("print('hi')")["done"]["exit_code"], 0)
+        self.assertEqual(script("import sys; sys.exit(4)")["done"]["exit_code"], 4)
+        self.assertEqual(script("import sys; sys.exit()")["done"]["exit_code"], 0)
+        self.assertEqual(script("import sys; sys.exit('bye')")["done"]["exit_code"], 1)
+        done = script("raise ValueError('nope')")["done"]
+        self.assertEqual((done["exit_code"], done["error"]["type"]), (1, "ValueError"))
+
+    def test_argv_and_main(self):
+        ev = script("import sys\nprint(__name__, sys.argv)", argv=["-x", "1"],
+                    filename="tool.py")
+        self.assertEqual(ev["stdout"]["text"].strip(), "__main__ ['tool.py', '-x', '1']")
+
+    def test_threads_and_atexit_finish_before_the_report(self):
+        code = ("import atexit, threading, time\n"
+                "atexit.register(lambda: print('atexit'))\n"
+                "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()\n")
+        self.assertEqual(script(code)["stdout"]["text"].split(), ["thread", "atexit"])
+
+
+class WireTest(unittest.TestCase):
+    def test_frames_round_trip_and_survive_bad_text(self):
+        r, w = os.pipe()
+        wire.write_frame(w, {"text": "caf\u00e9 \udcff"})
+        os.close(w)
+        self.assertEqual(wire.read_frame(r), {"text": "caf\u00e9 ?"})
+        self.assertIsNone(wire.read_frame(r))
+
+    def test_input_paths_must_stay_inside(self):
+        self.assertEqual(child._safe_relative("data/in.csv"), "data/in.csv")
+        for bad in ("/etc/passwd", "../x", "a/../../x", "", "a//b"):
+            with self.assertRaises(ValueError):
+                child._safe_relative(bad)
+
+
+if __name__ == "__main__":
+    unittest.main()

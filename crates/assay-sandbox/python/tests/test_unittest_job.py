@@ -1,0 +1,149 @@
+import unittest
+
+from assay_worker import unittest_job
+
+from helpers import in_child
+
+PASSING = "def task_func(x):\n    return 2 * x\n"
+TESTS = """
+import unittest
+
+class TestCases(unittest.TestCase):
+    def test_b_double(self):
+        self.assertEqual(task_func(2), 4)
+
+    def test_a_zero(self):
+        self.assertEqual(task_func(0), 0)
+"""
+
+
+def run(code, test=TESTS, **extra):
+    spec = {"code": code, "test": test, **extra}
+    events, _ = in_child(unittest_job.run, spec)
+    by_kind = {}
+    for event in events:
+        by_kind.setdefault(event["ev"], []).append(event)
+    return by_kind
+
+
+class UnittestJobTest(unittest.TestCase):
+    def test_passing_code_reports_every_test_in_name_order(self):
+        ev = run(PASSING)
+        self.assertEqual(ev["loaded"][0]["tests"], ["test_a_zero", "test_b_double"])
+        self.assertEqual([t["outcome"] for t in ev["test"]], ["pass", "pass"])
+        done = ev["done"][0]
+        self.assertEqual((done["phase"], done["tests_run"]), ("tests", 2))
+        self.assertEqual((done["failures"], done["errors"], done["tampered"]), ([], [], []))
+
+    def test_a_failure_carries_unittests_own_traceback(self):
+        done = run("def task_func(x):\n    return 3 * x\n")["done"][0]
+        [(key, trace)] = done["failures"]
+        self.assertEqual(key, "test_b_double")
+        self.assertIn('File "__test__.py"', trace)
+        self.assertIn("AssertionError: 6 != 4", trace)
+
+    def test_module_errors_stop_before_the_tests(self):
+        done = run("import not_a_module_anywhere\n")["done"][0]
+        self.assertEqual(done["phase"], "module")
+        self.assertEqual(done["error"]["type"], "ModuleNotFoundError")
+        self.assertNotIn("unittest_job.py", done["error"]["traceback"])
+        self.assertEqual(run("def broken(:\n")["done"][0]["error"]["type"], "SyntaxError")
+        exit_at_import = run("import sys\nsys.exit(0)\n")["done"][0]
+        self.assertEqual((exit_at_import["phase"], exit_at_import["error"]["type"]),
+                         ("module", "SystemExit"))
+
+    def test_the_official_module_environment(self):
+        probe = PASSING + """
+import io, subprocess, tempfile
+assert __name__ == "__test__" and __file__ == "__test__.py"
+assert environ is os.environ and sys.modules["os"] is os
+assert exit is None and quit is None
+assert os.environ["TZ"] == "UTC"
+try:
+    input()
+    raise AssertionError("input() must fail")
+except OSError:
+    pass
+assert subprocess.run(["echo", "hi"]).stdout == b"hi\\n"
+assert subprocess.run(["echo", "hi"], capture_output=True).stdout == b"hi\\n"
+print("swallowed")
+"""
+        ev = run(probe)
+        self.assertEqual(ev["done"][0]["phase"], "tests", ev["done"][0].get("error"))
+        self.assertIn("swallowed", ev["stdout"][0]["text"])
+
+    def test_official_keys_for_subtests_and_class_fixtures(self):
+        subtests = """
+import unittest
+class TestCases(unittest.TestCase):
+    def test_many(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertLess(i, 2)
+"""
+        done = run(PASSING, subtests)["done"][0]
+        self.assertEqual([k for k, _ in done["failures"]], ["test_many (i=2)"])
+        fixture = """
+import unittest
+class TestCases(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        raise RuntimeError("no fixture")
+    def test_never(self):
+        pass
+"""
+        ev = run(PASSING, fixture)
+        self.assertEqual([k for k, _ in ev["done"][0]["errors"]], ["TestCases)"])
+        self.assertEqual(ev["fixture"][0]["outcome"], "error")
+
+    def test_skips_and_expected_failures_count_as_passes(self):
+        tests = """
+import unittest
+class TestCases(unittest.TestCase):
+    @unittest.skip("not today")
+    def test_skipped(self):
+        self.fail()
+    @unittest.expectedFailure
+    def test_known_bad(self):
+        self.assertEqual(1, 2)
+"""
+        ev = run(PASSING, tests)
+        self.assertEqual([t["outcome"] for t in ev["test"]], ["xfail", "skip"])
+        self.assertEqual((ev["done"][0]["failures"], ev["done"][0]["errors"]), ([], []))
+
+    def test_patching_unittest_is_reported(self):
+        cheat = PASSING + (
+            "import unittest\n"
+            "unittest.TestCase.assertEqual = lambda self, *a, **k: None\n"
+        )
+        done = run("def task_func(x):\n    return 0\n" + cheat.split(PASSING)[1])["done"][0]
+        self.assertIn("TestCase.assertEqual", done["tampered"])
+        added = "import unittest\nunittest.TestCase.__getattribute__ = object.__getattribute__\n"
+        self.assertTrue(any("added" in t for t in run(PASSING + added)["done"][0]["tampered"]))
+        swap = "import sys, types\nsys.modules['unittest'] = types.ModuleType('unittest')\n"
+        self.assertIn("sys.modules['unittest']", run(PASSING + swap)["done"][0]["tampered"])
+
+    def test_tampering_from_inside_a_test_is_caught(self):
+        code = (
+            "def task_func(x):\n"
+            "    import sys\n"
+            "    sys.modules['__test__'].TestCases.test_b_double = lambda self: None\n"
+            "    return 0\n"
+        )
+        done = run(code)["done"][0]
+        self.assertTrue(any("test_b_double" in t for t in done["tampered"]), done["tampered"])
+
+    def test_an_escaping_keyboard_interrupt_aborts_the_run(self):
+        code = "def task_func(x):\n    raise KeyboardInterrupt\n"
+        done = run(code)["done"][0]
+        self.assertEqual(done["aborted"]["type"], "KeyboardInterrupt")
+
+    def test_long_tracebacks_are_capped(self):
+        text = unittest_job.cap("x" * 200_000, 1000)
+        self.assertLess(len(text), 1100)
+        self.assertIn("characters cut", text)
+        self.assertTrue(text.startswith("x") and text.endswith("x"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,213 @@
+//! Persistent sessions: state, output per cell, figures, interrupts, time limits, restarts,
+//! files, and many sessions side by side.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use assay_sandbox::{Engine, InputFile, Session, SessionSpec, Status};
+use common::{engine, run};
+
+async fn open(engine: &Engine, spec: SessionSpec) -> Session {
+    engine.open_session(spec).await.expect("session opens")
+}
+
+#[test]
+fn state_persists_and_each_cell_gets_its_own_output() {
+    let engine = engine();
+    run(async move {
+        let s = engine.open_session(SessionSpec::default()).await.unwrap();
+        let first = s
+            .exec("import numpy as np\nx = np.arange(4)\nprint('first')")
+            .await;
+        assert_eq!(first.status, Status::Pass, "{}", first.reason);
+        assert_eq!(first.stdout.text, "first\n");
+        assert_eq!(first.result, None);
+        let second = s.exec("print('second')\nx.sum() * 10").await;
+        assert_eq!(second.stdout.text, "second\n");
+        assert_eq!(second.result.as_deref(), Some("60"));
+        let third = s
+            .exec("import sys\nprint('oops', file=sys.stderr)\n1/0")
+            .await;
+        assert_eq!(third.status, Status::Error);
+        assert_eq!(third.error.as_ref().unwrap().name, "ZeroDivisionError");
+        assert_eq!(third.stderr.text, "oops\n");
+        assert!(third.session_alive);
+        let fourth = s.exec("x.tolist()").await;
+        assert_eq!(fourth.result.as_deref(), Some("[0, 1, 2, 3]"));
+        s.close().await;
+    });
+}
+
+#[test]
+fn figures_come_back_as_png() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        let out = s
+            .exec("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.title('t')")
+            .await;
+        assert_eq!(out.status, Status::Pass, "{}", out.reason);
+        assert_eq!(out.figures.len(), 1);
+        assert!(out.figures[0].starts_with(b"\x89PNG\r\n\x1a\n"));
+        let next = s.exec("len(plt.get_fignums())").await;
+        assert_eq!(
+            next.result.as_deref(),
+            Some("0"),
+            "figures are closed after a cell"
+        );
+        s.close().await;
+    });
+}
+
+#[test]
+fn an_interrupt_stops_the_cell_and_keeps_the_state() {
+    let engine = engine();
+    run(async move {
+        let s = Arc::new(open(&engine, SessionSpec::default()).await);
+        s.exec("kept = 42").await;
+        let interrupter = s.clone();
+        let stop = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            interrupter.interrupt()
+        });
+        let out = s
+            .exec("import time\nwhile True:\n    time.sleep(0.01)")
+            .await;
+        assert!(stop.await.unwrap(), "the interrupt was delivered");
+        assert_eq!(out.status, Status::Error);
+        assert_eq!(out.error.as_ref().unwrap().name, "KeyboardInterrupt");
+        assert!(out.wall < Duration::from_secs(5));
+        assert_eq!(s.exec("kept").await.result.as_deref(), Some("42"));
+        assert!(!s.interrupt() || s.exec("1").await.status == Status::Pass);
+    });
+}
+
+#[test]
+fn a_cell_over_its_time_limit_is_interrupted_and_the_session_survives() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        s.exec("kept = 'yes'").await;
+        let out = s
+            .exec_with(
+                "while True:\n    pass",
+                Duration::from_secs(1),
+                Duration::from_secs(30),
+            )
+            .await;
+        assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+        assert!(out.session_alive);
+        assert_eq!(out.error.as_ref().unwrap().name, "KeyboardInterrupt");
+        assert_eq!(s.exec("kept").await.result.as_deref(), Some("'yes'"));
+        s.close().await;
+    });
+}
+
+#[test]
+fn a_cell_over_its_cpu_budget_is_stopped_inside_the_session() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        let out = s
+            .exec_with(
+                "while True:\n    pass",
+                Duration::from_secs(30),
+                Duration::from_secs(1),
+            )
+            .await;
+        assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+        assert!(out.session_alive);
+        assert!(out.wall < Duration::from_secs(10));
+        assert_eq!(s.exec("1 + 1").await.result.as_deref(), Some("2"));
+    });
+}
+
+#[test]
+fn an_unstoppable_cell_kills_the_session_and_restart_brings_it_back() {
+    let engine = engine();
+    run(async move {
+        let mut spec = SessionSpec::default();
+        spec.files = vec![InputFile {
+            path: "input.txt".into(),
+            data: b"data".to_vec(),
+        }];
+        let s = open(&engine, spec).await;
+        s.exec("open('made.txt', 'w').write('made'); state = 1")
+            .await;
+        let stubborn =
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass";
+        let out = s
+            .exec_with(stubborn, Duration::from_secs(1), Duration::from_secs(60))
+            .await;
+        assert_eq!(out.status, Status::Timeout);
+        assert!(!out.session_alive);
+        assert!(!s.is_alive().await);
+        let dead = s.exec("1").await;
+        assert_eq!(dead.status, Status::Error);
+        assert!(dead.reason.contains("restart"), "{}", dead.reason);
+        s.restart().await.expect("restart");
+        let after = s
+            .exec("import os\n(sorted(os.listdir('.')), 'state' in globals())")
+            .await;
+        assert_eq!(
+            after.result.as_deref(),
+            Some("(['input.txt', 'made.txt'], False)"),
+            "files survive a restart, variables don't"
+        );
+        s.close().await;
+    });
+}
+
+#[test]
+fn a_session_that_exits_is_reported_dead() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        let out = s.exec("import os\nos._exit(3)").await;
+        assert_eq!(out.status, Status::Error);
+        assert!(!out.session_alive);
+        assert!(out.reason.contains("exited with code 3"), "{}", out.reason);
+    });
+}
+
+#[test]
+fn files_written_in_cells_are_listed() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        s.exec("import os\nos.makedirs('output', exist_ok=True)\nopen('output/r.txt','w').write('result')")
+            .await;
+        let files = s.files().await.unwrap();
+        assert_eq!(files.len(), 1);
+        assert_eq!(
+            (files[0].path.as_str(), files[0].data.as_slice()),
+            ("output/r.txt", &b"result"[..])
+        );
+        s.close().await;
+    });
+}
+
+#[test]
+fn sessions_side_by_side_are_isolated_from_each_other() {
+    let engine = engine();
+    run(async move {
+        let mut sessions = Vec::new();
+        for i in 0..4 {
+            let s = open(&engine, SessionSpec::default()).await;
+            let out = s
+                .exec(&format!("me = {i}\nopen('/tmp/owner', 'w').write(str(me))"))
+                .await;
+            assert_eq!(out.status, Status::Pass, "{}", out.reason);
+            sessions.push(s);
+        }
+        for (i, s) in sessions.iter().enumerate() {
+            let out = s.exec("(me, open('/tmp/owner').read())").await;
+            assert_eq!(out.result, Some(format!("({i}, '{i}')")));
+        }
+        for s in sessions {
+            s.close().await;
+        }
+    });
+}

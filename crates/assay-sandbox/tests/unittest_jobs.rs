@@ -1,0 +1,253 @@
+//! Unittest jobs end to end: verdicts for each status, the official semantics, limits.
+
+mod common;
+
+use std::time::Duration;
+
+use assay_sandbox::{IsolationLevel, Limits, Status, TestResult, UnittestJob};
+use common::{engine, run, DOUBLE, TRIVIAL_TEST};
+
+fn job(code: &str, test: &str) -> UnittestJob {
+    UnittestJob::new(code, test)
+}
+
+#[test]
+fn a_correct_solution_passes_with_every_test_reported() {
+    let engine = engine();
+    let out = run(engine.run_unittest(job(DOUBLE, TRIVIAL_TEST)));
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+    assert_eq!(out.isolation, IsolationLevel::Full);
+    let names: Vec<_> = out
+        .tests
+        .iter()
+        .map(|t| (t.name.as_str(), t.result))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("test_double", TestResult::Pass),
+            ("test_zero", TestResult::Pass)
+        ]
+    );
+    assert!(out.failures.is_empty() && out.errors.is_empty() && out.tampered.is_empty());
+    assert!(out.usage.wall < Duration::from_secs(5));
+}
+
+#[test]
+fn a_wrong_answer_fails_with_the_official_failure_key_and_traceback() {
+    let engine = engine();
+    let out = run(engine.run_unittest(job("def task_func(x):\n    return x + 1\n", TRIVIAL_TEST)));
+    assert_eq!(out.status, Status::Fail);
+    assert_eq!(out.failures.len(), 2, "{:?}", out.failures);
+    assert_eq!(out.failures[0].0, "test_double");
+    assert!(
+        out.failures[0].1.contains("AssertionError: 3 != 4"),
+        "{}",
+        out.failures[0].1
+    );
+    assert!(out.reason.contains("2 of 2 tests failed"), "{}", out.reason);
+}
+
+#[test]
+fn an_exception_in_a_test_is_an_error_entry() {
+    let engine = engine();
+    let code =
+        "def task_func(x):\n    if x:\n        raise ValueError('bad input')\n    return 0\n";
+    let out = run(engine.run_unittest(job(code, TRIVIAL_TEST)));
+    assert_eq!(out.status, Status::Fail);
+    assert_eq!(out.errors.len(), 1);
+    assert_eq!(out.errors[0].0, "test_double");
+    assert!(out.errors[0].1.contains("ValueError: bad input"));
+    let results: Vec<_> = out.tests.iter().map(|t| t.result).collect();
+    assert_eq!(results, [TestResult::Error, TestResult::Pass]);
+}
+
+#[test]
+fn code_that_fails_before_its_tests_is_an_error() {
+    let engine = engine();
+    for (code, name) in [
+        ("def task_func(x:\n    pass\n", "SyntaxError"),
+        ("import numpy_but_misspelled\n", "ModuleNotFoundError"),
+        ("undefined_name + 1\n", "NameError"),
+    ] {
+        let out = run(engine.run_unittest(job(code, TRIVIAL_TEST)));
+        assert_eq!(out.status, Status::Error, "{code}: {}", out.reason);
+        assert_eq!(out.error.as_ref().unwrap().name, name);
+        assert!(out.tests.is_empty());
+    }
+}
+
+#[test]
+fn the_official_module_environment_holds() {
+    let engine = engine();
+    let code = r#"
+import tempfile
+def task_func(x):
+    return x * 2
+CWD = os.getcwd()
+FACTS = {
+    "file": __file__, "environ": environ is os.environ, "exit": exit is None,
+    "tz": os.environ.get("TZ"), "cwd_empty": os.listdir(CWD) == [],
+    "cwd_in_tmp": CWD.startswith("/tmp/tmp"), "tmpdir": tempfile.gettempdir(),
+}
+"#;
+    let test = r#"
+import unittest
+class TestCases(unittest.TestCase):
+    def test_facts(self):
+        self.assertEqual(FACTS, {"file": "__test__.py", "environ": True, "exit": True,
+                                 "tz": "UTC", "cwd_empty": True, "cwd_in_tmp": True,
+                                 "tmpdir": "/tmp"})
+"#;
+    let out = run(engine.run_unittest(job(code, test)));
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {:?}",
+        out.reason,
+        out.failures
+    );
+}
+
+#[test]
+fn printed_output_is_swallowed_from_the_test_but_captured() {
+    let engine = engine();
+    let code = "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)\n".to_string()
+        + DOUBLE;
+    let out = run(engine.run_unittest(job(&code, TRIVIAL_TEST)));
+    assert_eq!(out.status, Status::Pass);
+    // The official harness sends both streams to one swallowed stream: so does this.
+    assert!(out.stdout.text.contains("to stdout") && out.stdout.text.contains("to stderr"));
+}
+
+#[test]
+fn pandas_and_matplotlib_work_preloaded() {
+    let engine = engine();
+    let code = r#"
+import pandas as pd
+import matplotlib.pyplot as plt
+def task_func(values):
+    df = pd.DataFrame({"v": values})
+    ax = df.plot(y="v", title="values")
+    return df["v"].sum(), ax
+"#;
+    let test = r#"
+import unittest
+import matplotlib
+class TestCases(unittest.TestCase):
+    def test_sum_and_plot(self):
+        total, ax = task_func([1, 2, 3])
+        self.assertEqual(total, 6)
+        self.assertEqual(ax.get_title(), "values")
+        self.assertEqual(matplotlib.get_backend().lower(), "agg")
+"#;
+    let out = run(engine.run_unittest(job(code, test)));
+    assert_eq!(out.status, Status::Pass, "{} {:?}", out.reason, out.errors);
+}
+
+#[test]
+fn the_wall_clock_limit_gives_timeout() {
+    let engine = engine();
+    let mut j = job(
+        "def task_func(x):\n    while True:\n        pass\n",
+        TRIVIAL_TEST,
+    );
+    j.limits = Some(Limits {
+        wall: Duration::from_secs(2),
+        ..common::limits(2)
+    });
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert!(out.reason.contains("wall-clock"), "{}", out.reason);
+    assert!(
+        out.usage.wall < Duration::from_secs(6),
+        "{:?}",
+        out.usage.wall
+    );
+    assert_eq!(out.tests[0].result, TestResult::Crashed);
+}
+
+#[test]
+fn the_cpu_limit_gives_timeout() {
+    let engine = engine();
+    let mut j = job(
+        "def task_func(x):\n    while True:\n        pass\n",
+        TRIVIAL_TEST,
+    );
+    j.limits = Some(Limits {
+        cpu: Some(Duration::from_secs(1)),
+        ..common::limits(30)
+    });
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert!(out.reason.contains("CPU"), "{}", out.reason);
+    assert!(
+        out.usage.wall < Duration::from_secs(10),
+        "{:?}",
+        out.usage.wall
+    );
+}
+
+#[test]
+fn the_memory_limit_gives_oom() {
+    let engine = engine();
+    let code = "def task_func(x):\n    blocks = []\n    while True:\n        blocks.append(bytearray(16 << 20))\n";
+    let mut j = job(code, TRIVIAL_TEST);
+    j.limits = Some(Limits {
+        memory_bytes: 256 << 20,
+        ..common::limits(30)
+    });
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Oom, "{}", out.reason);
+    assert!(
+        out.usage.memory_peak_bytes.unwrap() <= 300 << 20,
+        "{:?}",
+        out.usage
+    );
+}
+
+#[test]
+fn many_jobs_at_once_all_get_their_own_verdict() {
+    let engine = engine();
+    let outcomes = run(async {
+        let jobs = (0..12).map(|i| {
+            let engine = engine.clone();
+            let code = if i % 3 == 0 {
+                "def task_func(x):\n    return -1\n".to_string()
+            } else {
+                DOUBLE.to_string()
+            };
+            tokio::spawn(async move { (i, engine.run_unittest(job(&code, TRIVIAL_TEST)).await) })
+        });
+        let mut outcomes = Vec::new();
+        for handle in jobs {
+            outcomes.push(handle.await.unwrap());
+        }
+        outcomes
+    });
+    for (i, out) in outcomes {
+        let expected = if i % 3 == 0 {
+            Status::Fail
+        } else {
+            Status::Pass
+        };
+        assert_eq!(out.status, expected, "job {i}: {}", out.reason);
+    }
+}
+
+#[test]
+fn jobs_do_not_see_each_other() {
+    let engine = engine();
+    let writer = "open('/tmp/left-behind', 'w').write('x')\nimport os\nos.makedirs('/dev/shm/x', exist_ok=True)\n"
+        .to_string()
+        + DOUBLE;
+    assert_eq!(
+        run(engine.run_unittest(job(&writer, TRIVIAL_TEST))).status,
+        Status::Pass
+    );
+    let reader = "import os\nassert not os.path.exists('/tmp/left-behind')\nassert os.listdir('/dev/shm') == []\n"
+        .to_string()
+        + DOUBLE;
+    let out = run(engine.run_unittest(job(&reader, TRIVIAL_TEST)));
+    assert_eq!(out.status, Status::Pass, "{}: {:?}", out.reason, out.error);
+}
