@@ -128,11 +128,13 @@ fn a_cell_over_its_cpu_budget_is_stopped_inside_the_session() {
 fn an_unstoppable_cell_kills_the_session_and_restart_brings_it_back() {
     let engine = engine();
     run(async move {
-        let mut spec = SessionSpec::default();
-        spec.files = vec![InputFile {
-            path: "input.txt".into(),
-            data: b"data".to_vec(),
-        }];
+        let spec = SessionSpec {
+            files: vec![InputFile {
+                path: "input.txt".into(),
+                data: b"data".to_vec(),
+            }],
+            ..SessionSpec::default()
+        };
         let s = open(&engine, spec).await;
         s.exec("open('made.txt', 'w').write('made'); state = 1")
             .await;
