@@ -42,13 +42,16 @@ pub(crate) struct CgroupStats {
 const ROOT: &str = "/sys/fs/cgroup";
 
 impl Cgroups {
-    /// The cgroup layout available to this process, with a fresh `assay-<pid>` parent
+    /// The cgroup layout available to this process, with a fresh `assay-<pid>-<n>` parent
     /// directory in each hierarchy; `None` when cgroups can't be used.
     pub fn detect() -> Option<Cgroups> {
         if !rustix::process::geteuid().is_root() {
             return None;
         }
-        let name = format!("assay-{}", std::process::id());
+        // Unique per engine: one process may run several.
+        static ENGINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("assay-{}-{n}", std::process::id());
         let root = Path::new(ROOT);
         let result = if root.join("cgroup.controllers").exists() {
             Self::setup_v2(root, &name)
@@ -317,14 +320,18 @@ fn remove_tree(dir: &Path) {
     remove_dir_retrying(dir);
 }
 
-/// Removes `assay-<pid>` groups left by assay processes that no longer exist.
+/// Removes `assay-<pid>-<n>` groups left by assay processes that no longer exist.
 fn remove_stale(hierarchy: &Path) {
     let Ok(entries) = std::fs::read_dir(hierarchy) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("assay-")) else {
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("assay-"))
+            .and_then(|rest| rest.split('-').next())
+        else {
             continue;
         };
         if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {

@@ -285,6 +285,13 @@ impl Engine {
         &self.inner.preload
     }
 
+    /// The host pid of the current worker (zygote), if one is running: for diagnostics, and
+    /// for tests that kill it.
+    pub async fn worker_pid(&self) -> Option<i32> {
+        let worker = self.inner.worker.lock().await;
+        worker.as_ref().filter(|w| w.is_alive()).map(|w| w.host_pid)
+    }
+
     /// The sandbox's Python version (`3.11.7`).
     pub fn python_version(&self) -> &str {
         &self.inner.python_version
