@@ -42,21 +42,18 @@ pub(crate) struct CgroupStats {
 const ROOT: &str = "/sys/fs/cgroup";
 
 impl Cgroups {
-    /// The cgroup layout available to this process, with a fresh `assay-<pid>-<n>` parent
-    /// directory in each hierarchy; `None` when cgroups can't be used.
-    pub fn detect() -> Option<Cgroups> {
+    /// The cgroup layout available to this process, with a fresh parent directory `name` in
+    /// each hierarchy; `None` when cgroups can't be used.
+    /// `name`: `assay-<pid>-<n>`, unique per engine (one process may run several).
+    pub fn detect(name: &str) -> Option<Cgroups> {
         if !rustix::process::geteuid().is_root() {
             return None;
         }
-        // Unique per engine: one process may run several.
-        static ENGINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = ENGINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = format!("assay-{}-{n}", std::process::id());
         let root = Path::new(ROOT);
         let result = if root.join("cgroup.controllers").exists() {
-            Self::setup_v2(root, &name)
+            Self::setup_v2(root, name)
         } else if root.join("memory/memory.limit_in_bytes").exists() {
-            Self::setup_v1(root, &name)
+            Self::setup_v1(root, name)
         } else {
             return None;
         };

@@ -64,6 +64,10 @@ pub struct EngineConfig {
     /// Modules the workers import once before forking jobs (missing ones are skipped).
     pub preload: Vec<String>,
     pub isolation: IsolationMode,
+    /// Use Linux namespaces where the kernel allows (the default). Off, only Landlock,
+    /// seccomp, rlimits, cgroups and (as root) an unprivileged uid remain: for hosts where
+    /// namespaces misbehave, and to exercise that fallback.
+    pub namespaces: bool,
     /// Jobs running at once. Default: the number of CPUs.
     pub concurrency: usize,
     /// Job processes kept forked and confined ahead of demand, so that fork and setup cost
@@ -101,6 +105,7 @@ impl EngineConfig {
             python: python.into(),
             preload: Vec::new(),
             isolation: IsolationMode::Auto,
+            namespaces: true,
             concurrency: cpus,
             prefork: cpus,
             limits: Limits::default(),

@@ -112,11 +112,19 @@ fn default_runtime_dir() -> Result<PathBuf, Error> {
     Ok(cache.join("runtime"))
 }
 
-fn make_scratch(config: &EngineConfig) -> Result<PathBuf, Error> {
+/// `assay-<pid>-<n>`: names this engine's scratch directory and cgroups, unique even when one
+/// process runs several engines.
+fn instance_name() -> String {
+    static ENGINES: AtomicU64 = AtomicU64::new(0);
+    let n = ENGINES.fetch_add(1, Ordering::Relaxed);
+    format!("assay-{}-{n}", std::process::id())
+}
+
+fn make_scratch(config: &EngineConfig, name: &str) -> Result<PathBuf, Error> {
     use std::os::unix::fs::PermissionsExt;
     let dir = match &config.scratch {
-        Some(dir) => dir.join(format!("assay-{}", std::process::id())),
-        None => std::env::temp_dir().join(format!("assay-{}", std::process::id())),
+        Some(dir) => dir.join(name),
+        None => std::env::temp_dir().join(name),
     };
     std::fs::create_dir_all(&dir)
         .and_then(|_| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711)))
@@ -151,12 +159,13 @@ impl Engine {
                 rustix::process::getgid().as_raw(),
             )
         };
-        let scratch = make_scratch(&config)?;
+        let name = instance_name();
+        let scratch = make_scratch(&config, &name)?;
         let degraded_drop = root && readonly.iter().all(|p| reachable_by_others(p));
-        let cgroups = Cgroups::detect();
+        let cgroups = Cgroups::detect(&name);
         let init = json!({
             "op": "init",
-            "namespaces": true,
+            "namespaces": config.namespaces,
             "strict": config.isolation == IsolationMode::Strict,
             "drop_to": if root { Some([SANDBOX_ID, SANDBOX_ID]) } else { None },
             "degraded_drop": degraded_drop,

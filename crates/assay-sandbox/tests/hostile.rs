@@ -560,8 +560,10 @@ fn segfault_via_ctypes() {
 fn recursion_bomb() {
     let code = "import sys\nsys.setrecursionlimit(10**8)\ndef task_func(x):\n    return task_func(x + 1)\n";
     let out = attack_code("recursion bomb", code);
+    // Python 3.11 keeps Python frames on the heap: the bomb ends in a crash, the memory limit
+    // or, when MemoryError leaves a traceback millions of frames deep to format, the clock.
     assert!(
-        matches!(out.status, Status::Fail | Status::Oom),
+        matches!(out.status, Status::Fail | Status::Oom | Status::Timeout),
         "{}",
         out.reason
     );

@@ -50,9 +50,8 @@ def namespaced(cfg, workspace):
 def degraded(cfg, workspace):
     """No user namespaces on this kernel: a new session, the unprivileged uid when we are root
     and the interpreter is readable by it, and whatever Landlock and seccomp give."""
-    os.setsid()
     _oom_first()
-    drop = cfg.get("drop_to")
+    drop = cfg.get("drop_to") if cfg.get("degraded_drop") else None
     if drop:
         os.setgroups([])
         os.setresgid(drop[1], drop[1], drop[1])
