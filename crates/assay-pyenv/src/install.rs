@@ -106,7 +106,9 @@ impl Environment {
         let install = match &installer {
             Installer::Uv(uv) => {
                 let mut c = Command::new(uv);
-                c.args(["pip", "install", "--python"])
+                // Bytecode now, so that neither the workers nor their jobs compile modules
+                // from source on every import (pip does this by default, uv does not).
+                c.args(["pip", "install", "--compile-bytecode", "--python"])
                     .arg(self.python())
                     .arg("-r")
                     .arg(&requirements);

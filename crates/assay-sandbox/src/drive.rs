@@ -14,7 +14,7 @@ use crate::cgroup::CgroupStats;
 use crate::config::Limits;
 use crate::outcome::Usage;
 use crate::sandbox::Sandbox;
-use crate::worker::ExitNotice;
+use crate::worker::{ExitNotice, Rusage};
 
 /// How long to wait for the rest of the output once the job process is dead.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -145,6 +145,28 @@ pub(crate) struct Aftermath {
     /// `None`: the worker never confirmed the process's end.
     pub notice: Option<ExitNotice>,
     pub cgroup: Option<CgroupStats>,
+    /// What the job process said it used (its final frame's `rusage`): the fallback when
+    /// neither a cgroup nor the reaping says more.
+    pub reported: Option<Rusage>,
+}
+
+/// After a job's final frame: kill it, keep what output is already in the pipes, read the
+/// cgroup, and leave the rest to a background task. Tearing down a job's namespaces costs the
+/// kernel ~10 ms, which no verdict needs to wait for.
+pub(crate) fn settle(mut sandbox: Sandbox, streams: &mut Streams, last: &Value) -> Aftermath {
+    sandbox.kill();
+    streams.drain_now(&sandbox);
+    let aftermath = Aftermath {
+        notice: sandbox.exit.current(),
+        cgroup: sandbox.cgroup.as_ref().map(|c| c.stats()),
+        reported: serde_json::from_value(last["rusage"].clone()).ok(),
+    };
+    tokio::spawn(async move {
+        // Holding the sandbox until the worker reaps the process keeps its cgroup and
+        // workspace until they can really go.
+        let _ = sandbox.ended(REAP_TIMEOUT).await;
+    });
+    aftermath
 }
 
 /// Kills the job's process tree, reads the rest of its output, and waits for the reaping.
@@ -169,6 +191,7 @@ pub(crate) async fn finish(sandbox: &mut Sandbox, streams: &mut Streams) -> Afte
     Aftermath {
         notice,
         cgroup: sandbox.cgroup.as_ref().map(|c| c.stats()),
+        reported: None,
     }
 }
 
@@ -189,12 +212,13 @@ impl Aftermath {
 
     pub fn usage(&self, wall: Duration) -> Usage {
         let cgroup = self.cgroup.unwrap_or_default();
+        let rusage = self.exit().map(|e| e.rusage).or(self.reported);
         Usage {
             wall,
-            cpu: cgroup.cpu.or_else(|| self.exit().map(|e| e.cpu())),
+            cpu: cgroup.cpu.or_else(|| rusage.map(|r| r.cpu())),
             memory_peak_bytes: cgroup
                 .memory_peak
-                .or_else(|| self.exit().map(|e| e.rusage.maxrss_kib * 1024)),
+                .or_else(|| rusage.map(|r| r.maxrss_kib * 1024)),
         }
     }
 

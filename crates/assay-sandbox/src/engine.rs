@@ -188,12 +188,15 @@ impl Engine {
             ("TZ", "UTC"),
             ("MPLBACKEND", "Agg"),
             ("PYTHONDONTWRITEBYTECODE", "1"),
-            // Forked workers must not inherit thread pools; jobs get one thread each.
+            // A worker must have no thread but its main one when it forks (another thread's
+            // locks would stay locked in the child); jobs get one compute thread each.
             ("OMP_NUM_THREADS", "1"),
             ("OPENBLAS_NUM_THREADS", "1"),
             ("MKL_NUM_THREADS", "1"),
             ("NUMEXPR_NUM_THREADS", "1"),
             ("VECLIB_MAXIMUM_THREADS", "1"),
+            // pyarrow (which pandas imports) would start jemalloc's background thread.
+            ("JE_ARROW_MALLOC_CONF", "background_thread:false"),
             ("TF_CPP_MIN_LOG_LEVEL", "3"),
             ("TF_ENABLE_ONEDNN_OPTS", "0"),
         ]
@@ -289,7 +292,9 @@ impl Engine {
         self.inner.report.get().expect("set during start")
     }
 
-    /// Per preloaded module: `{"ok": true, "seconds": ...}` or `{"ok": false, "error": ...}`.
+    /// What the worker preloaded: `modules` maps each module to `{"ok": true, "seconds": ...}`
+    /// or `{"ok": false, "error": ...}`; `warm_up` maps each library warmed after import to
+    /// its seconds (or the error that cut its warm-up short).
     pub fn preload_report(&self) -> &serde_json::Map<String, serde_json::Value> {
         &self.inner.preload
     }

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use crate::capture::Captured;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::{IsolationMode, Limits};
-use crate::drive::{finish, run_until, Aftermath, End, Streams};
+use crate::drive::{finish, run_until, settle, Aftermath, End, Streams};
 use crate::engine::{Engine, Inner};
 use crate::isolation::IsolationLevel;
 use crate::outcome::{
@@ -480,7 +480,11 @@ impl Engine {
             }
             Err(e) => End::Garbled(format!("sending the job: {e}")),
         };
-        let aftermath = finish(&mut sandbox, &mut streams).await;
+        let isolation = sandbox.layers.level();
+        let aftermath = match &end {
+            End::Final(last) => settle(sandbox, &mut streams, last),
+            _ => finish(&mut sandbox, &mut streams).await,
+        };
         let wall = started.elapsed();
         let usage = aftermath.usage(wall);
         let run = UnittestRun {
@@ -501,7 +505,7 @@ impl Engine {
             stdout: streams.out.take(),
             stderr: streams.err.take(),
             usage,
-            isolation: sandbox.layers.level(),
+            isolation,
         }
     }
 
@@ -554,11 +558,16 @@ impl Engine {
             }
             Err(e) => End::Garbled(format!("sending the job: {e}")),
         };
-        let aftermath = finish(&mut sandbox, &mut streams).await;
+        let isolation = sandbox.layers.level();
+        let workspace = sandbox.workspace.clone();
+        let aftermath = match &end {
+            End::Final(last) => settle(sandbox, &mut streams, last),
+            _ => finish(&mut sandbox, &mut streams).await,
+        };
         let usage = aftermath.usage(started.elapsed());
         let mut outcome = script_verdict(end, &aftermath, &limits);
         if job.collect_files && outcome.status != Status::Infra {
-            let root = sandbox.workspace.host_path();
+            let root = workspace.host_path();
             let workdir = job.workdir.clone();
             let collected = tokio::task::spawn_blocking(move || {
                 collect::collect(&root, &workdir, Budget::default())
@@ -573,7 +582,7 @@ impl Engine {
         outcome.stdout = streams.out.take();
         outcome.stderr = streams.err.take();
         outcome.usage = usage;
-        outcome.isolation = sandbox.layers.level();
+        outcome.isolation = isolation;
         outcome
     }
 }

@@ -22,6 +22,7 @@ const FILES: &[(&str, &str)] = package!(
     "session.py",
     "unittest_job.py",
     "view.py",
+    "warm.py",
     "wire.py",
     "zygote.py",
 );

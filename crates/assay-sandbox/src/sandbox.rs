@@ -248,6 +248,12 @@ impl ExitWatch {
         }
     }
 
+    /// The notice, if it has already arrived.
+    pub fn current(&mut self) -> Option<ExitNotice> {
+        self.pending();
+        self.ended.clone()
+    }
+
     /// Waits for the notice; later calls return it again. Cancel-safe.
     pub async fn wait(&mut self) -> ExitNotice {
         if let Some(notice) = &self.ended {

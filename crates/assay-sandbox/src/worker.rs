@@ -36,6 +36,12 @@ pub(crate) struct Rusage {
     pub maxrss_kib: u64,
 }
 
+impl Rusage {
+    pub fn cpu(&self) -> Duration {
+        Duration::from_secs_f64((self.utime + self.stime).max(0.0))
+    }
+}
+
 impl ExitInfo {
     pub fn signal(&self) -> Option<i32> {
         let sig = self.status & 0x7f;
@@ -47,7 +53,7 @@ impl ExitInfo {
     }
 
     pub fn cpu(&self) -> Duration {
-        Duration::from_secs_f64((self.rusage.utime + self.rusage.stime).max(0.0))
+        self.rusage.cpu()
     }
 
     pub fn describe(&self) -> String {

@@ -94,6 +94,7 @@ def main(fds, cfg, mode, workspace):
             os._exit(70)
     stage = "prepare"  # until untrusted code runs, a failure here is the harness's fault
     try:
+        unittest_job.rehearse()
         _emit({"ev": "ready", "layers": layers})
         spec = wire.read_frame(CTL)
         if spec is None:

@@ -12,7 +12,7 @@ import sys
 import threading
 import traceback
 
-from .unittest_job import describe
+from .unittest_job import describe, flush_streams, rusage
 
 
 def _exit_code(exc):
@@ -41,9 +41,5 @@ def run(spec, emit):
     except BaseException as e:  # noqa: BLE001 - reported like an uncaught exception
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)
         error, exit_code = describe(e, own_frames=1), 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-    emit({"ev": "done", "exit_code": exit_code, "error": error})
+    flush_streams(sys.stdout, sys.stderr)
+    emit({"ev": "done", "exit_code": exit_code, "error": error, "rusage": rusage()})

@@ -35,7 +35,7 @@ import traceback
 
 from . import wire
 from .wire import CTL
-from .unittest_job import cap
+from .unittest_job import cap, flush_streams
 
 RESULT_CAP = 64 << 10
 MAX_FIGURES = 16
@@ -143,11 +143,7 @@ def run(spec, emit):
         started = time.perf_counter()
         status, result, error = execute(request["code"], namespace, state, f"<cell-{cells}>")
         seconds = time.perf_counter() - started
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
+        flush_streams(sys.stdout, sys.stderr)
         figures, figure_error = _figures()
         emit({"ev": "exec_done", "id": request["id"], "status": status, "result": result,
               "error": error, "figures": figures, "figure_error": figure_error,

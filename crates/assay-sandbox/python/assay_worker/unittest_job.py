@@ -65,6 +65,27 @@ def describe(exc, own_frames=0):
     }
 
 
+def rusage():
+    """CPU time and peak memory of this process and its reaped children, for the supervisor's
+    accounting when it has no cgroup."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"utime": own.ru_utime + children.ru_utime, "stime": own.ru_stime + children.ru_stime,
+            "maxrss_kib": max(own.ru_maxrss, children.ru_maxrss)}
+
+
+def flush_streams(*streams):
+    """Flushes the given streams and the interpreter's original stdout and stderr, so what the
+    code printed is in the pipes before its verdict is; a stream the code broke is skipped."""
+    for stream in (*streams, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def test_key(test):
     """The official results' key for a test: the last dotted part of its id."""
     return test.id().split(".")[-1]
@@ -268,6 +289,31 @@ def _official_guard():
     plt.close("all")
 
 
+_REHEARSAL = {
+    "code": "def task_func(x):\n    return x\n",
+    "test": "import unittest\nclass TestCases(unittest.TestCase):\n"
+            "    def test_it(self):\n        self.assertEqual(task_func(1), 1)\n",
+    "module": "__assay_rehearsal__",
+}
+
+
+def rehearse():
+    """Runs a tiny job through this runner and throws the result away.
+
+    A job process is a copy-on-write fork: each page it first writes costs a fault and a copy,
+    and running the runner's own machinery (unittest, the JSON encoder) writes to hundreds of
+    pages. Done while the process waits for its job, that copying is off the job's clock.
+    What it changes, a unittest job changes again identically; what a session must not
+    inherit (``exit``, ``quit``) is put back.
+    """
+    import json
+
+    saved = builtins.exit, builtins.quit
+    run(_REHEARSAL, lambda event: json.dumps(event))
+    sys.modules.pop(_REHEARSAL["module"], None)
+    builtins.exit, builtins.quit = saved
+
+
 def run(spec, emit):
     started = time.perf_counter()
     # Everything below is captured before the code can touch it.
@@ -292,8 +338,10 @@ def run(spec, emit):
             test_class = getattr(module, spec.get("test_class", "TestCases"))
             suite = loader_class().loadTestsFromTestCase(test_class)
         except BaseException as e:  # noqa: BLE001 - the official harness catches everything
+            flush_streams()
             emit({"ev": "done", "phase": "module", "error": describe(e, own_frames=1),
-                  "tampered": integrity.check(), "seconds": time.perf_counter() - started})
+                  "tampered": integrity.check(), "seconds": time.perf_counter() - started,
+                  "rusage": rusage()})
             return
         integrity.watch(test_class, [n for n in vars(test_class)
                                      if n.startswith("test") or n in _TEST_HOOKS])
@@ -304,6 +352,7 @@ def run(spec, emit):
             suite_run(suite, recorder)
         except BaseException as e:  # noqa: BLE001 - e.g. KeyboardInterrupt escapes unittest
             aborted = describe(e, own_frames=1)
+        flush_streams()
         emit({
             "ev": "done",
             "phase": "tests",
@@ -313,6 +362,7 @@ def run(spec, emit):
             "aborted": aborted,
             "tampered": integrity.check(),
             "seconds": time.perf_counter() - started,
+            "rusage": rusage(),
         })
     finally:
         undo_subprocess()

@@ -28,7 +28,7 @@ import sys
 import time
 import traceback
 
-from . import child, view, wire
+from . import child, view, warm, wire
 from . import linux as L
 
 WS_ROOT = "/ws"
@@ -137,24 +137,18 @@ class Zygote:
                 report[name] = {"ok": True, "seconds": time.perf_counter() - started}
             except BaseException as e:  # noqa: BLE001 - any import failure just skips it
                 report[name] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        if "matplotlib.pyplot" in sys.modules:
-            self._warm_matplotlib()
+        warmed = warm.run()
+        # Forking a process with threads can deadlock the child in a lock another thread held;
+        # with every thread-count variable at 1 no library should have started one.
+        threads = len(os.listdir("/proc/self/task"))
+        if threads != 1:
+            raise RuntimeError(f"the worker has {threads} threads after preloading; "
+                               "forking it would be unsafe")
         # Keep fork cheap and copy-on-write pages shared: everything allocated so far is
         # immortal for the collector, which will never touch (and so never copy) it.
         gc.collect()
         gc.freeze()
-        return report
-
-    @staticmethod
-    def _warm_matplotlib():
-        import io
-        import matplotlib.pyplot as plt
-
-        fig = plt.figure()
-        fig.gca().plot([0, 1], [1, 0])
-        fig.gca().set_title("warm-up")
-        fig.savefig(io.BytesIO(), format="png")
-        plt.close("all")
+        return {"modules": report, "warm_up": warmed}
 
     def serve(self):
         self.selector.register(self.sock, selectors.EVENT_READ)
