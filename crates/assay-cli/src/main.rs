@@ -2,6 +2,7 @@
 //! crates. No evaluation logic lives here.
 
 mod env_cmd;
+mod sandbox_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -20,16 +21,24 @@ enum Command {
     /// Manage the isolated Python environments evaluated code runs in.
     #[command(subcommand)]
     Env(env_cmd::EnvCommand),
+    /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
+    #[command(subcommand)]
+    Sandbox(sandbox_cmd::SandboxCommand),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
-        Command::Env(cmd) => env_cmd::run(cmd),
+        Command::Env(cmd) => env_cmd::run(cmd).map(|()| 0),
+        Command::Sandbox(cmd) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(anyhow::Error::from)
+            .and_then(|runtime| runtime.block_on(sandbox_cmd::run(cmd))),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(err) => {
             eprintln!("error: {err:#}");
             std::process::ExitCode::FAILURE

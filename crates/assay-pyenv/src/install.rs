@@ -223,14 +223,12 @@ fn choose_installer(python: &Path, observer: &dyn SetupObserver) -> Installer {
     observer.step(&format!(
         "installing uv {UV_VERSION} from PyPI (faster installs)"
     ));
-    let mut venv = Command::new(python);
-    venv.args(["-m", "venv", "--clear"]).arg(&tools);
-    let mut pip = Command::new(tools.join("bin").join("python"));
-    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-q"])
+    // `--target` needs only pip, not the venv module (which Debian ships separately).
+    let mut pip = Command::new(python);
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "--target"])
+        .arg(&tools)
         .arg(format!("uv=={UV_VERSION}"));
-    let bootstrapped = run_step("creating a venv for uv", venv, VENV_TIMEOUT, observer)
-        .and_then(|_| run_step("installing uv", pip, VENV_TIMEOUT, observer));
-    match bootstrapped {
+    match run_step("installing uv", pip, VENV_TIMEOUT, observer) {
         Ok(_) if uv.is_file() => Installer::Uv(uv),
         Ok(_) => Installer::Pip,
         Err(e) => {

@@ -1,0 +1,324 @@
+//! `assay sandbox ...`: the execution engine from the command line: check what isolation this
+//! machine gives, run a script, run code against its unittest tests.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use assay_pyenv::{EnvStatus, Profile};
+use assay_sandbox::{
+    Engine, EngineConfig, InputFile, IsolationMode, Limits, ScriptJob, SessionSpec, Status,
+    UnittestJob,
+};
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::env_cmd::{Select, Spinner};
+
+#[derive(Subcommand)]
+pub enum SandboxCommand {
+    /// Start the engine, report the isolation this machine gives, and run a few self-check
+    /// jobs (a unittest job, a pandas + matplotlib job, a session).
+    Check {
+        #[command(flatten)]
+        engine: EngineArgs,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a Python script in the sandbox; its exit code becomes assay's.
+    Run {
+        /// The script to run.
+        script: PathBuf,
+        /// Arguments for the script.
+        #[arg(last = true)]
+        args: Vec<String>,
+        /// A file to place in the working directory (repeatable; its name is kept).
+        #[arg(long = "file")]
+        files: Vec<PathBuf>,
+        /// Copy the files the script leaves in its working directory here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[command(flatten)]
+        engine: EngineArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+    /// Run code and its unittest tests together, as BigCodeBench does, and print the verdict.
+    Test {
+        /// The code under test.
+        code: PathBuf,
+        /// The tests (a unittest.TestCase subclass).
+        tests: PathBuf,
+        /// The test class to run.
+        #[arg(long, default_value = "TestCases")]
+        class: String,
+        /// Print the full outcome as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        engine: EngineArgs,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Isolation {
+    /// Use what the kernel offers; record the level reached.
+    Auto,
+    /// Refuse to run below full isolation.
+    Strict,
+}
+
+#[derive(Args, Clone)]
+pub struct EngineArgs {
+    #[command(flatten)]
+    pub select: Select,
+    #[arg(long, value_enum, default_value_t = Isolation::Auto)]
+    pub isolation: Isolation,
+    /// Jobs at once (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Args, Clone)]
+pub struct LimitArgs {
+    /// Wall-clock limit in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Memory limit in MiB.
+    #[arg(long, default_value_t = 4096)]
+    pub memory: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Result<Limits> {
+        let wall = Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .context("--timeout must be a positive number of seconds")?;
+        Ok(Limits {
+            wall,
+            memory_bytes: self.memory << 20,
+            ..Limits::default()
+        })
+    }
+}
+
+/// Starts an engine on the chosen profile, setting the environment up first if it isn't.
+pub async fn start_engine(args: &EngineArgs) -> Result<Engine> {
+    let env = args.select.locate()?;
+    if !matches!(env.status(), EnvStatus::Complete(_)) {
+        eprintln!(
+            "assay: the `{}` environment is not set up yet; setting it up now (once)",
+            env.profile.name
+        );
+        let env = env.clone();
+        tokio::task::spawn_blocking(move || env.setup(&Spinner::new()))
+            .await
+            .context("environment setup")??;
+    }
+    let profile = Profile::by_name(&args.select.profile)?;
+    let mut config = EngineConfig::new(env.python());
+    config.preload = profile.preload.iter().map(|m| m.to_string()).collect();
+    config.isolation = match args.isolation {
+        Isolation::Auto => IsolationMode::Auto,
+        Isolation::Strict => IsolationMode::Strict,
+    };
+    if let Some(jobs) = args.jobs {
+        if jobs == 0 {
+            bail!("--jobs must be at least 1");
+        }
+        config.concurrency = jobs;
+        config.prefork = jobs;
+    }
+    Ok(Engine::start(config).await?)
+}
+
+pub async fn run(cmd: SandboxCommand) -> Result<i32> {
+    match cmd {
+        SandboxCommand::Check { engine, json } => check(&engine, json).await,
+        SandboxCommand::Run {
+            script,
+            args,
+            files,
+            out,
+            engine,
+            limits,
+        } => run_script(&script, args, &files, out, &engine, &limits).await,
+        SandboxCommand::Test {
+            code,
+            tests,
+            class,
+            json,
+            engine,
+            limits,
+        } => run_test(&code, &tests, class, json, &engine, &limits).await,
+    }
+}
+
+fn read(path: &PathBuf) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+async fn check(args: &EngineArgs, json: bool) -> Result<i32> {
+    let engine = start_engine(args).await?;
+    let double = "def task_func(x):\n    return x * 2\n";
+    let double_test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(task_func(21), 42)\n";
+    let plot = "import pandas as pd\nimport matplotlib.pyplot as plt\ndef task_func():\n    return pd.Series([1, 2, 3]).plot(title='t')\n";
+    let plot_test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_title(self):\n        self.assertEqual(task_func().get_title(), 't')\n";
+    let mut checks = Vec::new();
+    for (name, code, test) in [
+        ("unittest job", double, double_test),
+        ("pandas + matplotlib job", plot, plot_test),
+    ] {
+        let out = engine.run_unittest(UnittestJob::new(code, test)).await;
+        checks.push((name, out.status, out.reason, out.usage.wall));
+    }
+    let session = engine.open_session(SessionSpec::default()).await?;
+    session.exec("x = 40").await;
+    let cell = session.exec("x + 2").await;
+    let ok = cell.result.as_deref() == Some("42");
+    checks.push((
+        "session",
+        if ok { Status::Pass } else { cell.status },
+        cell.reason,
+        cell.wall,
+    ));
+    session.close().await;
+    let passed = checks.iter().all(|c| c.1 == Status::Pass);
+    if json {
+        let doc = serde_json::json!({
+            "isolation": engine.isolation(),
+            "python": engine.python_version(),
+            "preload": engine.preload_report(),
+            "checks": checks.iter().map(|(name, status, reason, wall)| serde_json::json!({
+                "name": name, "status": status, "reason": reason, "seconds": wall.as_secs_f64(),
+            })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        let report = engine.isolation();
+        println!("isolation: {:?}", report.level);
+        println!("  layers: {}", serde_json::to_string(&report.layers)?);
+        println!(
+            "  limits: memory via {:?}, cgroup {}, tree kill by {}",
+            report.memory_limit, report.cgroup, report.tree_kill
+        );
+        let modules = engine.preload_report()["modules"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(name, r)| {
+                        if r["ok"] == true {
+                            name.clone()
+                        } else {
+                            format!("{name} (missing)")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default();
+        println!("python {}; preloaded: {modules}", engine.python_version());
+        for (name, status, reason, wall) in &checks {
+            println!(
+                "  {name:<24} {status:<7} {:>7.1} ms  {reason}",
+                wall.as_secs_f64() * 1000.0
+            );
+        }
+    }
+    Ok(if passed { 0 } else { 1 })
+}
+
+async fn run_script(
+    script: &PathBuf,
+    args: Vec<String>,
+    files: &[PathBuf],
+    out: Option<PathBuf>,
+    engine_args: &EngineArgs,
+    limits: &LimitArgs,
+) -> Result<i32> {
+    let mut job = ScriptJob::new(read(script)?);
+    job.argv = args;
+    job.limits = Some(limits.limits()?);
+    for path in files {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .with_context(|| format!("{}: not a file name", path.display()))?;
+        let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        job.files.push(InputFile {
+            path: name.to_string(),
+            data,
+        });
+    }
+    let engine = start_engine(engine_args).await?;
+    let outcome = engine.run_script(job).await;
+    print!("{}", outcome.stdout.text);
+    eprint!("{}", outcome.stderr.text);
+    for (stream, captured) in [("stdout", &outcome.stdout), ("stderr", &outcome.stderr)] {
+        if captured.truncated {
+            eprintln!(
+                "assay: {stream} cut at {} of {} bytes",
+                captured.text.len(),
+                captured.total_bytes
+            );
+        }
+    }
+    if let Some(dir) = out {
+        for file in &outcome.files {
+            let target = dir.join(&file.path);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            std::fs::write(&target, &file.data)
+                .with_context(|| format!("writing {}", target.display()))?;
+        }
+        eprintln!("assay: {} files written to {}", outcome.files.len(), dir.display());
+    }
+    if outcome.status != Status::Pass {
+        eprintln!("assay: {}: {}", outcome.status, outcome.reason);
+    }
+    Ok(match (outcome.status, outcome.exit_code) {
+        (Status::Pass, _) => 0,
+        (Status::Error, Some(code)) if code != 0 => code,
+        _ => 1,
+    })
+}
+
+async fn run_test(
+    code: &PathBuf,
+    tests: &PathBuf,
+    class: String,
+    json: bool,
+    engine_args: &EngineArgs,
+    limits: &LimitArgs,
+) -> Result<i32> {
+    let mut job = UnittestJob::new(read(code)?, read(tests)?);
+    job.test_class = class;
+    job.limits = Some(limits.limits()?);
+    let engine = start_engine(engine_args).await?;
+    let outcome = engine.run_unittest(job).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        println!("{}: {}", outcome.status, outcome.reason);
+        for test in &outcome.tests {
+            println!(
+                "  {:<40} {:<8} {:>7.1} ms",
+                test.name,
+                serde_json::to_value(test.result)?.as_str().unwrap_or("?"),
+                test.seconds * 1000.0
+            );
+        }
+        for (name, trace) in outcome.failures.iter().chain(&outcome.errors) {
+            println!("\n--- {name}\n{trace}");
+        }
+        if let Some(error) = &outcome.error {
+            println!("\n{}", error.traceback);
+        }
+    }
+    Ok(if outcome.status == Status::Pass { 0 } else { 1 })
+}
