@@ -276,7 +276,11 @@ async fn run_script(
             std::fs::write(&target, &file.data)
                 .with_context(|| format!("writing {}", target.display()))?;
         }
-        eprintln!("assay: {} files written to {}", outcome.files.len(), dir.display());
+        eprintln!(
+            "assay: {} files written to {}",
+            outcome.files.len(),
+            dir.display()
+        );
     }
     if outcome.status != Status::Pass {
         eprintln!("assay: {}: {}", outcome.status, outcome.reason);

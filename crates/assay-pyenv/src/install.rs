@@ -225,9 +225,16 @@ fn choose_installer(python: &Path, observer: &dyn SetupObserver) -> Installer {
     ));
     // `--target` needs only pip, not the venv module (which Debian ships separately).
     let mut pip = Command::new(python);
-    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "--target"])
-        .arg(&tools)
-        .arg(format!("uv=={UV_VERSION}"));
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "-q",
+        "--target",
+    ])
+    .arg(&tools)
+    .arg(format!("uv=={UV_VERSION}"));
     match run_step("installing uv", pip, VENV_TIMEOUT, observer) {
         Ok(_) if uv.is_file() => Installer::Uv(uv),
         Ok(_) => Installer::Pip,

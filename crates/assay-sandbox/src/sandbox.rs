@@ -73,12 +73,21 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        if let Some(dir) = self.host_dir.take() {
-            let _ = std::fs::remove_dir_all(dir);
-        } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let worker = self.worker.clone();
-            let id = self.id;
-            handle.spawn(async move { worker.release(id).await });
+        let handle = tokio::runtime::Handle::try_current();
+        match (self.host_dir.take(), handle) {
+            (Some(dir), Ok(handle)) => {
+                handle.spawn_blocking(move || std::fs::remove_dir_all(dir));
+            }
+            (Some(dir), Err(_)) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            (None, Ok(handle)) => {
+                let worker = self.worker.clone();
+                let id = self.id;
+                handle.spawn(async move { worker.release(id).await });
+            }
+            // No runtime left: the worker is going away, and its workspaces with it.
+            (None, Err(_)) => {}
         }
     }
 }
