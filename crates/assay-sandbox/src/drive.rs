@@ -9,7 +9,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::time::Instant;
 
-use crate::capture::Capture;
+use crate::capture::{Capture, Captured};
 use crate::cgroup::CgroupStats;
 use crate::config::Limits;
 use crate::outcome::Usage;
@@ -39,61 +39,68 @@ pub(crate) enum End {
     Garbled(String),
 }
 
+/// One captured output stream of a job.
+pub(crate) struct Stream {
+    capture: Capture,
+    open: bool,
+    buf: Vec<u8>,
+}
+
+impl Stream {
+    fn new(cap: usize) -> Self {
+        Stream {
+            capture: Capture::new(cap),
+            open: true,
+            buf: vec![0; READ_CHUNK],
+        }
+    }
+
+    /// Reads once from `pipe` (waiting for data); end of file or an error closes the stream.
+    /// Cancel-safe.
+    async fn pump(&mut self, pipe: &mut pipe::Receiver) {
+        match pipe.read(&mut self.buf).await {
+            Ok(0) | Err(_) => self.open = false,
+            Ok(n) => self.capture.push(&self.buf[..n]),
+        }
+    }
+
+    /// Reads whatever `pipe` already holds, without waiting.
+    fn drain_now(&mut self, pipe: &pipe::Receiver) {
+        while self.open {
+            match pipe.try_read(&mut self.buf) {
+                Ok(0) => self.open = false,
+                Ok(n) => self.capture.push(&self.buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => self.open = false,
+            }
+        }
+    }
+
+    /// What was captured so far.
+    pub fn take(&mut self) -> Captured {
+        self.capture.take()
+    }
+}
+
 /// The job's stdout and stderr as read so far.
 pub(crate) struct Streams {
-    pub out: Capture,
-    pub err: Capture,
-    out_open: bool,
-    err_open: bool,
-    out_buf: Vec<u8>,
-    err_buf: Vec<u8>,
+    pub out: Stream,
+    pub err: Stream,
 }
 
 impl Streams {
     pub fn new(cap: usize) -> Self {
         Streams {
-            out: Capture::new(cap),
-            err: Capture::new(cap),
-            out_open: true,
-            err_open: true,
-            out_buf: vec![0; READ_CHUNK],
-            err_buf: vec![0; READ_CHUNK],
+            out: Stream::new(cap),
+            err: Stream::new(cap),
         }
     }
 
     /// Reads whatever is already in the pipes, without waiting (a session cell's output is
     /// all in the pipe by the time its answer arrives).
     pub fn drain_now(&mut self, sandbox: &Sandbox) {
-        for (pipe, capture, buf, open) in [
-            (
-                &sandbox.out,
-                &mut self.out,
-                &mut self.out_buf,
-                &mut self.out_open,
-            ),
-            (
-                &sandbox.err,
-                &mut self.err,
-                &mut self.err_buf,
-                &mut self.err_open,
-            ),
-        ] {
-            while *open {
-                match pipe.try_read(buf) {
-                    Ok(0) => *open = false,
-                    Ok(n) => capture.push(&buf[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(_) => *open = false,
-                }
-            }
-        }
-    }
-}
-
-async fn read_some(pipe: &mut pipe::Receiver, buf: &mut [u8]) -> Option<usize> {
-    match pipe.read(buf).await {
-        Ok(0) | Err(_) => None,
-        Ok(n) => Some(n),
+        self.out.drain_now(&sandbox.out);
+        self.err.drain_now(&sandbox.err);
     }
 }
 
@@ -128,14 +135,8 @@ pub(crate) async fn run_until(
             _ = sandbox.exit.wait(), if exit_grace.is_none() => {
                 exit_grace = Some(Instant::now() + EXIT_GRACE);
             }
-            n = read_some(&mut sandbox.out, &mut streams.out_buf), if streams.out_open => match n {
-                Some(n) => streams.out.push(&streams.out_buf[..n]),
-                None => streams.out_open = false,
-            },
-            n = read_some(&mut sandbox.err, &mut streams.err_buf), if streams.err_open => match n {
-                Some(n) => streams.err.push(&streams.err_buf[..n]),
-                None => streams.err_open = false,
-            },
+            _ = streams.out.pump(&mut sandbox.out), if streams.out.open => {}
+            _ = streams.err.pump(&mut sandbox.err), if streams.err.open => {}
         }
     }
 }
@@ -173,16 +174,10 @@ pub(crate) fn settle(mut sandbox: Sandbox, streams: &mut Streams, last: &Value) 
 pub(crate) async fn finish(sandbox: &mut Sandbox, streams: &mut Streams) -> Aftermath {
     sandbox.kill();
     let drain = async {
-        while streams.out_open || streams.err_open {
+        while streams.out.open || streams.err.open {
             tokio::select! {
-                n = read_some(&mut sandbox.out, &mut streams.out_buf), if streams.out_open => match n {
-                    Some(n) => streams.out.push(&streams.out_buf[..n]),
-                    None => streams.out_open = false,
-                },
-                n = read_some(&mut sandbox.err, &mut streams.err_buf), if streams.err_open => match n {
-                    Some(n) => streams.err.push(&streams.err_buf[..n]),
-                    None => streams.err_open = false,
-                },
+                _ = streams.out.pump(&mut sandbox.out), if streams.out.open => {}
+                _ = streams.err.pump(&mut sandbox.err), if streams.err.open => {}
             }
         }
     };

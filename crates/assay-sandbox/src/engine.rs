@@ -146,6 +146,20 @@ impl Engine {
         let mut readonly: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
         readonly.extend([paths.base_prefix, paths.prefix, runtime_dir.clone()]);
         readonly.extend(config.extra_readonly.iter().cloned());
+        // Each job's private /tmp is mounted over the view's /tmp, and /ws, /dev and /proc are
+        // the sandbox's own: anything the job must read cannot live there.
+        if let Some(hidden) = readonly.iter().find(|p| {
+            ["/tmp", "/ws", "/dev", "/proc"]
+                .iter()
+                .any(|reserved| p.starts_with(reserved))
+        }) {
+            return Err(Error::Start(format!(
+                "{} is under a directory the sandbox replaces with its own (/tmp, /ws, /dev, \
+                 /proc), so jobs could not see it; keep the interpreter, its environment and \
+                 assay's cache (ASSAY_CACHE_DIR) elsewhere",
+                hidden.display()
+            )));
+        }
         let mut masks: Vec<PathBuf> = config.hidden.clone();
         if let Ok(exe) = std::env::current_exe() {
             masks.push(exe);

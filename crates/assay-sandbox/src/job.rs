@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -17,7 +18,7 @@ use crate::isolation::IsolationLevel;
 use crate::outcome::{
     PyError, ScriptOutcome, Status, TestOutcome, TestResult, UnittestOutcome, Usage,
 };
-use crate::sandbox::Sandbox;
+use crate::sandbox::{Sandbox, Workspace};
 
 /// Source code and its `unittest` tests, run together in one module, as BigCodeBench does.
 #[derive(Debug, Clone)]
@@ -443,49 +444,104 @@ impl Inner {
     }
 }
 
+/// What one job process's run produced, for the job kind to turn into its outcome.
+struct Ran {
+    end: End,
+    aftermath: Aftermath,
+    streams: Streams,
+    wall: Duration,
+    isolation: IsolationLevel,
+    workspace: Arc<Workspace>,
+}
+
+impl Inner {
+    /// The spec every job kind starts from: its directories, environment and rlimits.
+    /// `cpu`: whether the CPU limit covers the whole job (not for sessions, whose cells each
+    /// get their own).
+    pub(crate) fn base_spec(
+        &self,
+        sandbox: &Sandbox,
+        kind: &str,
+        workdir: &str,
+        env: &BTreeMap<String, String>,
+        limits: &Limits,
+        cpu: bool,
+    ) -> Value {
+        let dirs = layout(sandbox, workdir);
+        json!({
+            "kind": kind,
+            "env": self.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), env),
+            "cwd": dirs.cwd,
+            "make_dirs": [dirs.home, dirs.tmp],
+            "limits": rlimits(limits, sandbox, cpu),
+        })
+    }
+
+    /// Takes a slot and a ready job process, sends it `base_spec` plus `fields`, and reads
+    /// until `is_final` accepts a frame, the job ends, or its time is up.
+    async fn run_job(
+        &self,
+        kind: &str,
+        workdir: Option<&str>,
+        env: &BTreeMap<String, String>,
+        limits: &Limits,
+        fields: Value,
+        is_final: impl FnMut(&Value) -> bool,
+    ) -> Result<Ran, String> {
+        let _slot = self.slot().await;
+        let mut sandbox = self.sandbox_for(limits).await?;
+        let workdir = workdir.map_or_else(|| temp_name(sandbox.workspace.id), str::to_string);
+        let mut spec = self.base_spec(&sandbox, kind, &workdir, env, limits, true);
+        if let (Some(spec), Some(fields)) = (spec.as_object_mut(), fields.as_object()) {
+            spec.extend(fields.clone());
+        }
+        let started = Instant::now();
+        let mut streams = Streams::new(limits.output_bytes);
+        let end = match sandbox.send(&spec).await {
+            Ok(()) => run_until(&mut sandbox, &mut streams, started + limits.wall, is_final).await,
+            Err(e) => End::Garbled(format!("sending the job: {e}")),
+        };
+        let isolation = sandbox.layers.level();
+        let workspace = sandbox.workspace.clone();
+        let aftermath = match &end {
+            End::Final(last) => settle(sandbox, &mut streams, last),
+            _ => finish(&mut sandbox, &mut streams).await,
+        };
+        Ok(Ran {
+            end,
+            aftermath,
+            streams,
+            wall: started.elapsed(),
+            isolation,
+            workspace,
+        })
+    }
+}
+
 impl Engine {
     /// Runs `job.code` and `job.test` together in one fresh module and its test class with
     /// `unittest`, as BigCodeBench's official evaluator does, and returns the verdict.
     pub async fn run_unittest(&self, job: UnittestJob) -> UnittestOutcome {
         let inner = &self.inner;
-        let _slot = inner.slot().await;
-        let limits = job
-            .limits
-            .clone()
-            .unwrap_or_else(|| inner.config.limits.clone());
-        let mut sandbox = match inner.sandbox_for(&limits).await {
-            Ok(sandbox) => sandbox,
+        let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
+        let fields = json!({"code": job.code, "test": job.test, "test_class": job.test_class});
+        let mut progress = Progress::default();
+        let ran = inner
+            .run_job("unittest", None, &job.env, &limits, fields, |frame| {
+                progress.observe(frame)
+            })
+            .await;
+        let Ran {
+            end,
+            aftermath,
+            mut streams,
+            wall,
+            isolation,
+            ..
+        } = match ran {
+            Ok(ran) => ran,
             Err(e) => return infra(e, unittest_outcome),
         };
-        let dirs = layout(&sandbox, &temp_name(sandbox.workspace.id));
-        let spec = json!({
-            "kind": "unittest",
-            "code": job.code,
-            "test": job.test,
-            "test_class": job.test_class,
-            "env": inner.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), &job.env),
-            "cwd": dirs.cwd,
-            "make_dirs": [dirs.home, dirs.tmp],
-            "limits": rlimits(&limits, &sandbox, true),
-        });
-        let started = Instant::now();
-        let mut streams = Streams::new(limits.output_bytes);
-        let mut progress = Progress::default();
-        let end = match sandbox.send(&spec).await {
-            Ok(()) => {
-                run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
-                    progress.observe(frame)
-                })
-                .await
-            }
-            Err(e) => End::Garbled(format!("sending the job: {e}")),
-        };
-        let isolation = sandbox.layers.level();
-        let aftermath = match &end {
-            End::Final(last) => settle(sandbox, &mut streams, last),
-            _ => finish(&mut sandbox, &mut streams).await,
-        };
-        let wall = started.elapsed();
         let usage = aftermath.usage(wall);
         let run = UnittestRun {
             progress,
@@ -527,47 +583,25 @@ impl Engine {
             return infra(reason, script_outcome);
         }
         let inner = &self.inner;
-        let _slot = inner.slot().await;
-        let limits = job
-            .limits
-            .clone()
-            .unwrap_or_else(|| inner.config.limits.clone());
-        let mut sandbox = match inner.sandbox_for(&limits).await {
-            Ok(sandbox) => sandbox,
+        let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
+        let fields = json!({"code": job.code, "argv": job.argv, "files": encode_files(&job.files)});
+        let ran = inner
+            .run_job(
+                "script",
+                Some(&job.workdir),
+                &job.env,
+                &limits,
+                fields,
+                |frame| matches!(frame["ev"].as_str(), Some("done" | "internal_error")),
+            )
+            .await;
+        let mut ran = match ran {
+            Ok(ran) => ran,
             Err(e) => return infra(e, script_outcome),
         };
-        let dirs = layout(&sandbox, &job.workdir);
-        let spec = json!({
-            "kind": "script",
-            "code": job.code,
-            "argv": job.argv,
-            "files": encode_files(&job.files),
-            "env": inner.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), &job.env),
-            "cwd": dirs.cwd,
-            "make_dirs": [dirs.home, dirs.tmp],
-            "limits": rlimits(&limits, &sandbox, true),
-        });
-        let started = Instant::now();
-        let mut streams = Streams::new(limits.output_bytes);
-        let end = match sandbox.send(&spec).await {
-            Ok(()) => {
-                run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
-                    matches!(frame["ev"].as_str(), Some("done" | "internal_error"))
-                })
-                .await
-            }
-            Err(e) => End::Garbled(format!("sending the job: {e}")),
-        };
-        let isolation = sandbox.layers.level();
-        let workspace = sandbox.workspace.clone();
-        let aftermath = match &end {
-            End::Final(last) => settle(sandbox, &mut streams, last),
-            _ => finish(&mut sandbox, &mut streams).await,
-        };
-        let usage = aftermath.usage(started.elapsed());
-        let mut outcome = script_verdict(end, &aftermath, &limits);
+        let mut outcome = script_verdict(&ran.end, &ran.aftermath, &limits);
         if job.collect_files && outcome.status != Status::Infra {
-            let root = workspace.host_path();
+            let root = ran.workspace.host_path();
             let workdir = job.workdir.clone();
             let collected = tokio::task::spawn_blocking(move || {
                 collect::collect(&root, &workdir, Budget::default())
@@ -579,10 +613,10 @@ impl Engine {
                 Err(e) => tracing::warn!("collecting the script's files: {e}"),
             }
         }
-        outcome.stdout = streams.out.take();
-        outcome.stderr = streams.err.take();
-        outcome.usage = usage;
-        outcome.isolation = isolation;
+        outcome.stdout = ran.streams.out.take();
+        outcome.stderr = ran.streams.err.take();
+        outcome.usage = ran.aftermath.usage(ran.wall);
+        outcome.isolation = ran.isolation;
         outcome
     }
 }
@@ -595,12 +629,12 @@ pub(crate) fn encode_files(files: &[crate::InputFile]) -> Vec<Value> {
         .collect()
 }
 
-fn script_verdict(end: End, aftermath: &Aftermath, limits: &Limits) -> ScriptOutcome {
+fn script_verdict(end: &End, aftermath: &Aftermath, limits: &Limits) -> ScriptOutcome {
     if matches!(end, End::Deadline) {
         let reason = format!("the wall-clock limit of {} was reached", secs(limits.wall));
         return script_outcome(Status::Timeout, reason);
     }
-    let done = match &end {
+    let done = match end {
         End::Final(frame) => Some(frame),
         _ => None,
     };

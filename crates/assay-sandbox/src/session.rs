@@ -1,7 +1,6 @@
 //! Persistent interpreter sessions: what an agent drives turn after turn.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use crate::config::Limits;
 use crate::drive::{finish, run_until, End, Streams};
 use crate::engine::{Engine, Inner};
 use crate::isolation::IsolationLevel;
-use crate::job::{encode_files, layout, rlimits, InputFile};
+use crate::job::{encode_files, InputFile};
 use crate::outcome::{ExecOutcome, OutputFile, PyError, Status};
 use crate::sandbox::{Sandbox, Signaller, Workspace};
 use crate::Error;
@@ -131,16 +130,8 @@ async fn start(
     limits: &Limits,
     files: &[InputFile],
 ) -> Result<(), String> {
-    let dirs = layout(sandbox, &spec.workdir);
-    let frame = json!({
-        "kind": "session",
-        "env": inner.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), &spec.env),
-        "cwd": dirs.cwd,
-        "make_dirs": [dirs.home, dirs.tmp],
-        "files": encode_files(files),
-        // CPU time is budgeted per cell, not for the session's life.
-        "limits": rlimits(limits, sandbox, false),
-    });
+    let mut frame = inner.base_spec(sandbox, "session", &spec.workdir, &spec.env, limits, false);
+    frame["files"] = Value::from(encode_files(files));
     sandbox
         .send(&frame)
         .await

@@ -251,3 +251,17 @@ fn jobs_do_not_see_each_other() {
     let out = run(engine.run_unittest(job(&reader, TRIVIAL_TEST)));
     assert_eq!(out.status, Status::Pass, "{}: {:?}", out.reason, out.error);
 }
+
+#[test]
+fn a_runtime_under_tmp_is_refused_with_the_reason() {
+    let mut config = common::config();
+    config.runtime_dir = Some(std::env::temp_dir().join("assay-runtime-under-tmp"));
+    let err = match run(assay_sandbox::Engine::start(config)) {
+        Ok(_) => panic!("the engine started with its runtime under /tmp"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("/tmp") && err.contains("ASSAY_CACHE_DIR"),
+        "{err}"
+    );
+}

@@ -5,16 +5,17 @@ ground truth, the assay binary) are simply absent, or masked when they sit insid
 """
 
 import os
+import stat
 
 from . import linux as L
 
 _DEVICES = ("null", "zero", "full", "random", "urandom")
 
 
-def _lock_flags(path):
+def _lock_flags(fd):
     """Mount flags a remount must keep: in a user namespace the kernel refuses to clear flags
     that a more privileged namespace set."""
-    st = os.statvfs(path)
+    st = os.fstatvfs(fd)
     table = (
         (os.ST_NOSUID, L.MS_NOSUID),
         (os.ST_NODEV, L.MS_NODEV),
@@ -36,8 +37,8 @@ def _bind(source_fd, target):
         L.mount(source, target, None, L.MS_BIND | L.MS_REC)
 
 
-def _readonly(target, source_path):
-    flags = L.MS_BIND | L.MS_REMOUNT | L.MS_RDONLY | L.MS_NOSUID | _lock_flags(source_path)
+def _readonly(target, lock_flags):
+    flags = L.MS_BIND | L.MS_REMOUNT | L.MS_RDONLY | L.MS_NOSUID | lock_flags
     L.mount(None, target, None, flags)
 
 
@@ -53,31 +54,32 @@ def build(readonly, masks, mountpoints):
     hide. ``mountpoints``: empty directories to create for later mounts (/tmp, /ws).
     """
     L.mount(None, "/", None, L.MS_REC | L.MS_PRIVATE)
-    # Open every source before covering anything: the binds are made from these descriptors,
-    # so a source under /tmp stays reachable after /tmp becomes the new root.
-    sources = {}
+    # Open and inspect every source before covering anything: the binds are made from these
+    # descriptors, so a source under /tmp stays reachable after /tmp becomes the new root.
+    sources = {}  # path -> (descriptor, is a directory, mount flags to keep)
     links = {}
     for path in sorted(set(readonly) | {"/proc", "/sys"}, key=len):
         if os.path.islink(path):
             links[path] = os.readlink(path)
         elif os.path.exists(path) and not _covered(path, sources):
-            sources[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            sources[path] = (fd, stat.S_ISDIR(os.stat(fd).st_mode), _lock_flags(fd))
     devices = {d: os.open(f"/dev/{d}", os.O_PATH | os.O_CLOEXEC) for d in _DEVICES
                if os.path.exists(f"/dev/{d}")}
     null = devices["null"]
     try:
         new_root = "/tmp"
         L.mount("tmpfs", new_root, "tmpfs", L.MS_NOSUID | L.MS_NODEV, "mode=755,size=4m")
-        for path, fd in sources.items():
+        for path, (fd, is_dir, lock_flags) in sources.items():
             target = new_root + path
-            if os.path.isdir(path):
+            if is_dir:
                 os.makedirs(target, mode=0o755, exist_ok=True)
             else:
                 os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
                 open(target, "w").close()
             _bind(fd, target)
             if path != "/proc":
-                _readonly(target, path)
+                _readonly(target, lock_flags)
         for path, dest in links.items():
             if not _covered(path, sources):
                 os.makedirs(os.path.dirname(new_root + path), mode=0o755, exist_ok=True)
@@ -111,5 +113,5 @@ def build(readonly, masks, mountpoints):
         os.rmdir("/.old")
         L.mount(None, "/", None, L.MS_REMOUNT | L.MS_RDONLY | L.MS_NOSUID | L.MS_NODEV)
     finally:
-        for fd in list(sources.values()) + list(devices.values()):
+        for fd in [fd for fd, _, _ in sources.values()] + list(devices.values()):
             os.close(fd)
