@@ -91,7 +91,8 @@ pub struct EngineConfig {
     /// Host directory for workspaces when the kernel offers no mount namespaces.
     /// Default: a private directory under the system temp dir.
     pub scratch: Option<PathBuf>,
-    /// Where the embedded worker runtime is written. Default: `$XDG_CACHE_HOME/assay/runtime`.
+    /// Where the embedded worker runtime is written. Default: `runtime/` in assay's cache
+    /// ([`assay_pyenv::cache_root`]).
     pub runtime_dir: Option<PathBuf>,
 }
 

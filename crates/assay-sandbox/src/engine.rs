@@ -95,23 +95,6 @@ fn reachable_by_others(path: &Path) -> bool {
     })
 }
 
-fn default_runtime_dir() -> Result<PathBuf, Error> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let cache = var("ASSAY_CACHE_DIR")
-        .or_else(|| {
-            var("XDG_CACHE_HOME")
-                .filter(|p| p.is_absolute())
-                .map(|p| p.join("assay"))
-        })
-        .or_else(|| var("HOME").map(|h| h.join(".cache").join("assay")))
-        .ok_or_else(|| Error::Start("no cache directory: set XDG_CACHE_HOME or HOME".into()))?;
-    Ok(cache.join("runtime"))
-}
-
 /// `assay-<pid>-<n>`: names this engine's scratch directory and cgroups, unique even when one
 /// process runs several engines.
 fn instance_name() -> String {
@@ -132,38 +115,79 @@ fn make_scratch(config: &EngineConfig, name: &str) -> Result<PathBuf, Error> {
     Ok(dir)
 }
 
+/// What jobs may read (read-only) and what is hidden even inside that.
+fn view(
+    config: &EngineConfig,
+    paths: PythonPaths,
+    runtime_dir: &Path,
+) -> Result<(Vec<PathBuf>, Vec<PathBuf>), Error> {
+    let mut readonly: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
+    readonly.extend([paths.base_prefix, paths.prefix, runtime_dir.to_path_buf()]);
+    readonly.extend(config.extra_readonly.iter().cloned());
+    // Each job's private /tmp is mounted over the view's /tmp, and /ws, /dev and /proc are
+    // the sandbox's own: anything the job must read cannot live there.
+    if let Some(hidden) = readonly.iter().find(|p| {
+        ["/tmp", "/ws", "/dev", "/proc"]
+            .iter()
+            .any(|reserved| p.starts_with(reserved))
+    }) {
+        return Err(Error::Start(format!(
+            "{} is under a directory the sandbox replaces with its own (/tmp, /ws, /dev, \
+             /proc), so jobs could not see it; keep the interpreter, its environment and \
+             assay's cache (ASSAY_CACHE_DIR) elsewhere",
+            hidden.display()
+        )));
+    }
+    let mut masks: Vec<PathBuf> = config.hidden.clone();
+    if let Ok(exe) = std::env::current_exe() {
+        masks.push(exe);
+    }
+    Ok((readonly, masks))
+}
+
+/// The environment workers and jobs start from: an allow-list, never the supervisor's own.
+fn base_env(python: &Path) -> BTreeMap<String, String> {
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        python.parent().unwrap_or(Path::new("/")).display()
+    );
+    [
+        ("PATH", path.as_str()),
+        ("LANG", "C.UTF-8"),
+        ("TZ", "UTC"),
+        ("MPLBACKEND", "Agg"),
+        ("PYTHONDONTWRITEBYTECODE", "1"),
+        // A worker must have no thread but its main one when it forks (another thread's
+        // locks would stay locked in the child); jobs get one compute thread each.
+        ("OMP_NUM_THREADS", "1"),
+        ("OPENBLAS_NUM_THREADS", "1"),
+        ("MKL_NUM_THREADS", "1"),
+        ("NUMEXPR_NUM_THREADS", "1"),
+        ("VECLIB_MAXIMUM_THREADS", "1"),
+        // pyarrow (which pandas imports) would start jemalloc's background thread.
+        ("JE_ARROW_MALLOC_CONF", "background_thread:false"),
+        ("TF_CPP_MIN_LOG_LEVEL", "3"),
+        ("TF_ENABLE_ONEDNN_OPTS", "0"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
 impl Engine {
     /// Starts the worker, learns what isolation this machine gives, and fills the prefork pool.
     pub async fn start(config: EngineConfig) -> Result<Engine, Error> {
         let paths = probe_python(&config.python).await?;
         let runtime_root = match &config.runtime_dir {
             Some(dir) => dir.clone(),
-            None => default_runtime_dir()?,
+            None => assay_pyenv::cache_root()
+                .map_err(|e| Error::Start(e.to_string()))?
+                .join("runtime"),
         };
         let runtime_dir = runtime::materialize(&runtime_root)
             .map_err(|e| Error::Start(format!("writing the worker runtime: {e}")))?;
 
-        let mut readonly: Vec<PathBuf> = SYSTEM_DIRS.iter().map(PathBuf::from).collect();
-        readonly.extend([paths.base_prefix, paths.prefix, runtime_dir.clone()]);
-        readonly.extend(config.extra_readonly.iter().cloned());
-        // Each job's private /tmp is mounted over the view's /tmp, and /ws, /dev and /proc are
-        // the sandbox's own: anything the job must read cannot live there.
-        if let Some(hidden) = readonly.iter().find(|p| {
-            ["/tmp", "/ws", "/dev", "/proc"]
-                .iter()
-                .any(|reserved| p.starts_with(reserved))
-        }) {
-            return Err(Error::Start(format!(
-                "{} is under a directory the sandbox replaces with its own (/tmp, /ws, /dev, \
-                 /proc), so jobs could not see it; keep the interpreter, its environment and \
-                 assay's cache (ASSAY_CACHE_DIR) elsewhere",
-                hidden.display()
-            )));
-        }
-        let mut masks: Vec<PathBuf> = config.hidden.clone();
-        if let Ok(exe) = std::env::current_exe() {
-            masks.push(exe);
-        }
+        let (readonly, masks) = view(&config, paths, &runtime_dir)?;
         let root = rustix::process::geteuid().is_root();
         let (job_uid, job_gid) = if root {
             (SANDBOX_ID, SANDBOX_ID)
@@ -192,31 +216,7 @@ impl Engine {
             "shm_mib": config.shm_mib,
             "degraded_home": scratch.join("worker-home"),
         });
-        let path = format!(
-            "{}:/usr/local/bin:/usr/bin:/bin",
-            config.python.parent().unwrap_or(Path::new("/")).display()
-        );
-        let mut base_env: BTreeMap<String, String> = [
-            ("PATH", path.as_str()),
-            ("LANG", "C.UTF-8"),
-            ("TZ", "UTC"),
-            ("MPLBACKEND", "Agg"),
-            ("PYTHONDONTWRITEBYTECODE", "1"),
-            // A worker must have no thread but its main one when it forks (another thread's
-            // locks would stay locked in the child); jobs get one compute thread each.
-            ("OMP_NUM_THREADS", "1"),
-            ("OPENBLAS_NUM_THREADS", "1"),
-            ("MKL_NUM_THREADS", "1"),
-            ("NUMEXPR_NUM_THREADS", "1"),
-            ("VECLIB_MAXIMUM_THREADS", "1"),
-            // pyarrow (which pandas imports) would start jemalloc's background thread.
-            ("JE_ARROW_MALLOC_CONF", "background_thread:false"),
-            ("TF_CPP_MIN_LOG_LEVEL", "3"),
-            ("TF_ENABLE_ONEDNN_OPTS", "0"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        let mut base_env = base_env(&config.python);
         let mut worker_env = base_env.clone();
         worker_env.insert("HOME".into(), "/".into());
         base_env.extend(config.env.clone());
