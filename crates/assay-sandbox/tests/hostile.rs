@@ -254,22 +254,14 @@ def task_func(x):
     );
 }
 
-#[test]
-fn setsid_escapee() {
-    let code = r#"
-import subprocess, sys
-def task_func(x):
-    subprocess.Popen(
-        [sys.executable, "-c",
-         "import ctypes, time; ctypes.CDLL(None).prctl(15, b'{MARK}', 0, 0, 0); time.sleep(1000)"],
-        start_new_session=True)
-    import time
-    time.sleep(0.5)
-    print(running("{MARK}"), "escapees running")
-    return -1
-"#;
-    let code = format!("{RUNNING}{code}");
-    let out = attack_code("setsid escapee", &code);
+/// Runs `task_func` whose body `spawn` starts one process named `{MARK}` meant to outlive the
+/// job; checks it really ran (the job counts it) and, through `attack`, that it died.
+fn escapee_attack(name: &str, imports: &str, spawn: &str) {
+    let code = format!(
+        "{RUNNING}import time\n{imports}\ndef task_func(x):\n{spawn}    time.sleep(0.5)\n    \
+         print(running(\"{{MARK}}\"), \"escapees running\")\n    return -1\n"
+    );
+    let out = attack_code(name, &code);
     assert_eq!(out.status, Status::Fail);
     assert!(
         out.stdout.text.contains("1 escapees running"),
@@ -279,28 +271,25 @@ def task_func(x):
 }
 
 #[test]
+fn setsid_escapee() {
+    let spawn = r#"    subprocess.Popen(
+        [sys.executable, "-c",
+         "import ctypes, time; ctypes.CDLL(None).prctl(15, b'{MARK}', 0, 0, 0); time.sleep(1000)"],
+        start_new_session=True)
+"#;
+    escapee_attack("setsid escapee", "import subprocess, sys", spawn);
+}
+
+#[test]
 fn double_fork_escapee() {
-    let code = r#"
-import ctypes, os, time
-def task_func(x):
-    if os.fork() == 0:
+    let spawn = r#"    if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             ctypes.CDLL(None).prctl(15, b"{MARK}", 0, 0, 0)
             time.sleep(1000)
         os._exit(0)
-    time.sleep(0.5)
-    print(running("{MARK}"), "escapees running")
-    return -1
 "#;
-    let code = format!("{RUNNING}{code}");
-    let out = attack_code("double fork", &code);
-    assert_eq!(out.status, Status::Fail);
-    assert!(
-        out.stdout.text.contains("1 escapees running"),
-        "{}",
-        out.stdout.text
-    );
+    escapee_attack("double fork", "import ctypes, os", spawn);
 }
 
 #[test]
