@@ -68,6 +68,9 @@ pub struct EngineConfig {
     /// seccomp, rlimits, cgroups and (as root) an unprivileged uid remain: for hosts where
     /// namespaces misbehave, and to exercise that fallback.
     pub namespaces: bool,
+    /// Use a cgroup per job where the machine allows (as root). Off, memory and process
+    /// limits fall back to rlimits, as for an unprivileged user.
+    pub cgroups: bool,
     /// Jobs running at once. Default: the number of CPUs.
     pub concurrency: usize,
     /// Job processes kept forked and confined ahead of demand, so that fork and setup cost
@@ -107,6 +110,7 @@ impl EngineConfig {
             preload: Vec::new(),
             isolation: IsolationMode::Auto,
             namespaces: true,
+            cgroups: true,
             concurrency: cpus,
             prefork: cpus,
             limits: Limits::default(),

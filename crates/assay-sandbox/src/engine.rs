@@ -200,7 +200,7 @@ impl Engine {
         let name = instance_name();
         let scratch = make_scratch(&config, &name)?;
         let degraded_drop = root && readonly.iter().all(|p| reachable_by_others(p));
-        let cgroups = Cgroups::detect(&name);
+        let cgroups = config.cgroups.then(|| Cgroups::detect(&name)).flatten();
         let init = json!({
             "op": "init",
             "namespaces": config.namespaces,
