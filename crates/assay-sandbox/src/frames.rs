@@ -65,6 +65,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
+    /// Starts the total budget again (a session's is per cell, not per lifetime).
+    pub fn reset_budget(&mut self) {
+        self.consumed = 0;
+    }
+
     fn take_frame(&mut self) -> Result<Option<Value>, FrameError> {
         if self.buf.len() < HEADER {
             return Ok(None);
@@ -136,6 +141,10 @@ mod tests {
         let mut r = FrameReader::new(&two[..], 1 << 20, 6);
         assert_eq!(r.next().await.unwrap(), Some(json!(1)));
         assert!(matches!(r.next().await, Err(FrameError::TooMuch(6))));
+        let mut r = FrameReader::new(&two[..], 1 << 20, 6);
+        assert_eq!(r.next().await.unwrap(), Some(json!(1)));
+        r.reset_budget();
+        assert_eq!(r.next().await.unwrap(), Some(json!(2)));
 
         let cut = &frame(&json!({"k": "v"}))[..7];
         let mut r = FrameReader::new(cut, 1 << 20, 1 << 20);

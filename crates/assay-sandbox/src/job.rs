@@ -489,18 +489,28 @@ impl Inner {
         is_final: impl FnMut(&Value) -> bool,
     ) -> Result<Ran, String> {
         let _slot = self.slot().await;
-        let mut sandbox = self.sandbox_for(limits).await?;
-        let workdir = workdir.map_or_else(|| temp_name(sandbox.workspace.id), str::to_string);
-        let mut spec = self.base_spec(&sandbox, kind, &workdir, env, limits, true);
-        if let (Some(spec), Some(fields)) = (spec.as_object_mut(), fields.as_object()) {
-            spec.extend(fields.clone());
-        }
-        let started = Instant::now();
-        let mut streams = Streams::new(limits.output_bytes);
-        let end = match sandbox.send(&spec).await {
-            Ok(()) => run_until(&mut sandbox, &mut streams, started + limits.wall, is_final).await,
-            Err(e) => End::Garbled(format!("sending the job: {e}")),
+        // A ready process can die while it waits (the kernel's OOM killer picks job processes
+        // first): if it can't take the job, the job hasn't started; try one fresh process.
+        let mut attempts = 0;
+        let (mut sandbox, started) = loop {
+            attempts += 1;
+            let mut sandbox = self.sandbox_for(limits).await?;
+            let workdir = workdir.map_or_else(|| temp_name(sandbox.workspace.id), str::to_string);
+            let mut spec = self.base_spec(&sandbox, kind, &workdir, env, limits, true);
+            if let (Some(spec), Some(fields)) = (spec.as_object_mut(), fields.as_object()) {
+                spec.extend(fields.clone());
+            }
+            let started = Instant::now();
+            match sandbox.send(&spec).await {
+                Ok(()) => break (sandbox, started),
+                Err(e) if attempts >= 2 => {
+                    return Err(format!("no job process could take the job: {e}"))
+                }
+                Err(e) => tracing::warn!("a ready job process could not take its job: {e}"),
+            }
         };
+        let mut streams = Streams::new(limits.output_bytes);
+        let end = run_until(&mut sandbox, &mut streams, started + limits.wall, is_final).await;
         let isolation = sandbox.layers.level();
         let workspace = sandbox.workspace.clone();
         let aftermath = match &end {

@@ -167,6 +167,7 @@ impl Session {
         });
         let started = Instant::now();
         let mut streams = Streams::new(self.limits.output_bytes);
+        sandbox.results.reset_budget();
         let matches = |frame: &Value| frame["ev"] == "exec_done" && frame["id"] == id;
         let mut end = match sandbox.send(&request).await {
             Ok(()) => run_until(sandbox, &mut streams, started + wall, matches).await,
