@@ -209,13 +209,13 @@ async fn check(args: &EngineArgs, json: bool) -> Result<i32> {
             .as_object()
             .map(|m| {
                 m.iter()
-                    .map(|(name, r)| {
-                        if r["ok"] == true {
-                            name.clone()
-                        } else {
-                            format!("{name} (missing)")
-                        }
-                    })
+                    .map(
+                        |(name, r)| match (r["ok"].as_bool(), r["missing"].as_bool()) {
+                            (Some(true), _) => name.clone(),
+                            (_, Some(true)) => format!("{name} (not installed)"),
+                            _ => format!("{name} (FAILED: {})", r["error"].as_str().unwrap_or("?")),
+                        },
+                    )
                     .collect::<Vec<_>>()
                     .join(", ")
             })

@@ -197,9 +197,21 @@ async fn start(python: &Path, profile: &str, prefork: usize) -> Engine {
     config.isolation = IsolationMode::Strict;
     config.concurrency = 2;
     config.prefork = prefork;
-    Engine::start(config)
+    let engine = Engine::start(config)
         .await
-        .expect("engine starts at full isolation")
+        .expect("engine starts at full isolation");
+    let failed: Vec<_> = engine.preload_report()["modules"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, r)| r["ok"] != true)
+        .map(|(name, r)| format!("{name}: {}", r["error"]))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "preloading failed, figures would be off: {failed:?}"
+    );
+    engine
 }
 
 fn row(case: &str, fresh: &Stats, ours: &Stats) {

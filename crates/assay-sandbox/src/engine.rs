@@ -232,6 +232,15 @@ impl Engine {
                 .map_err(|e| Error::Start(format!("{}: {e}", scratch.display())))?;
         }
         let worker = Worker::start(&params).await.map_err(Error::Start)?;
+        for (module, result) in worker.ready.preload["modules"]
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
+            if result["ok"] != true && result["missing"] != true {
+                tracing::warn!("preloading {module} failed: {}", result["error"]);
+            }
+        }
         let namespaced = worker.ready.mode == "namespaced";
         let cgroup_kind = cgroups.as_ref().map_or("none", |c| c.kind()).to_string();
         let tree_kill = if namespaced {
@@ -307,8 +316,9 @@ impl Engine {
     }
 
     /// What the worker preloaded: `modules` maps each module to `{"ok": true, "seconds": ...}`
-    /// or `{"ok": false, "error": ...}`; `warm_up` maps each library warmed after import to
-    /// its seconds (or the error that cut its warm-up short).
+    /// or `{"ok": false, "missing": bool, "error": ...}` (`missing`: not installed, as opposed
+    /// to failing); `warm_up` maps each library warmed after import to its seconds (or the
+    /// error that cut its warm-up short).
     pub fn preload_report(&self) -> &serde_json::Map<String, serde_json::Value> {
         &self.inner.preload
     }

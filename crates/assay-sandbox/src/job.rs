@@ -377,12 +377,11 @@ impl UnittestRun {
             );
             return (Status::Fail, reason, tests, parts);
         }
-        (
-            Status::Pass,
-            format!("all {total} tests passed"),
-            tests,
-            parts,
-        )
+        let reason = match total {
+            1 => "the test passed".to_string(),
+            n => format!("all {n} tests passed"),
+        };
+        (Status::Pass, reason, tests, parts)
     }
 }
 

@@ -10,6 +10,7 @@ import base64
 import fcntl
 import os
 import resource
+import tempfile
 import time
 import traceback
 
@@ -61,6 +62,9 @@ def _prepare(spec):
     os.environ.clear()
     os.environ.update(spec["env"])
     time.tzset()
+    # The zygote's temporary directory (cached by tempfile at a preload's first use) is not
+    # the job's: let the job's TMPDIR decide again.
+    tempfile.tempdir = None
     for directory in spec.get("make_dirs", []):
         os.makedirs(directory, exist_ok=True)
     os.makedirs(spec["cwd"], exist_ok=True)

@@ -124,8 +124,9 @@ class Zygote:
                                    "requested")
             self.mode = "degraded"
             home = self.cfg["degraded_home"]
-        # Libraries that cache things (matplotlib's font list) write under these.
-        for name in ("HOME", "MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        # Libraries that cache things (matplotlib's font list) write under these, and some
+        # want a temporary directory at import (scipy.stats, sklearn).
+        for name in ("HOME", "MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TMPDIR"):
             os.environ[name] = home
 
     def preload(self):
@@ -135,8 +136,15 @@ class Zygote:
             try:
                 importlib.import_module(name)
                 report[name] = {"ok": True, "seconds": time.perf_counter() - started}
-            except BaseException as e:  # noqa: BLE001 - any import failure just skips it
-                report[name] = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            except ModuleNotFoundError as e:
+                # Not installed in this environment: skipped. A missing dependency of an
+                # installed module is a failure.
+                missing = e.name is not None and name.split(".")[0] == e.name.split(".")[0]
+                report[name] = {"ok": False, "missing": missing,
+                                "error": f"{type(e).__name__}: {e}"}
+            except BaseException as e:  # noqa: BLE001 - reported; the module is skipped
+                report[name] = {"ok": False, "missing": False,
+                                "error": f"{type(e).__name__}: {e}"}
         warmed = warm.run()
         # Forking a process with threads can deadlock the child in a lock another thread held;
         # with every thread-count variable at 1 no library should have started one.
