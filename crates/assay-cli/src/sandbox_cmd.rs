@@ -120,7 +120,7 @@ pub async fn start_engine(args: &EngineArgs) -> Result<Engine> {
     }
     let profile = Profile::by_name(&args.select.profile)?;
     let mut config = EngineConfig::new(env.python());
-    config.preload = profile.preload.iter().map(|m| m.to_string()).collect();
+    config.preload = profile.preload_modules();
     config.isolation = match args.isolation {
         Isolation::Auto => IsolationMode::Auto,
         Isolation::Strict => IsolationMode::Strict,

@@ -68,6 +68,11 @@ impl Profile {
         blake3::hash(self.requirements.as_bytes()).to_hex()[..12].to_string()
     }
 
+    /// The preload list as owned names (what an engine configuration takes).
+    pub fn preload_modules(&self) -> Vec<String> {
+        self.preload.iter().map(|m| m.to_string()).collect()
+    }
+
     /// The number of pinned packages (non-comment, non-blank lines).
     pub fn package_count(&self) -> usize {
         self.requirements

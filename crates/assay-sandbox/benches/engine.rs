@@ -188,12 +188,7 @@ fn rss_mib(pid: i32) -> f64 {
 
 async fn start(python: &Path, profile: &str, prefork: usize) -> Engine {
     let mut config = EngineConfig::new(python);
-    config.preload = Profile::by_name(profile)
-        .unwrap()
-        .preload
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    config.preload = Profile::by_name(profile).unwrap().preload_modules();
     config.isolation = IsolationMode::Strict;
     config.concurrency = 2;
     config.prefork = prefork;

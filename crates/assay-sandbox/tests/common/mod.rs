@@ -32,12 +32,7 @@ pub fn python() -> PathBuf {
 /// must fail loudly, not degrade quietly, anywhere it isn't.
 pub fn config() -> EngineConfig {
     let mut config = EngineConfig::new(python());
-    config.preload = Profile::by_name("test")
-        .unwrap()
-        .preload
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    config.preload = Profile::by_name("test").unwrap().preload_modules();
     config.isolation = IsolationMode::Strict;
     config.concurrency = 4;
     config.prefork = 2;
