@@ -17,6 +17,8 @@ pub(crate) enum Cgroups {
         memory: PathBuf,
         pids: Option<PathBuf>,
         cpuacct: Option<PathBuf>,
+        /// The `cpu` controller, for the CPU quota (often a hierarchy of its own).
+        cpu: Option<PathBuf>,
     },
 }
 
@@ -26,7 +28,10 @@ pub(crate) struct JobCgroup {
     v2: bool,
     memory: PathBuf,
     pids: Option<PathBuf>,
+    /// CPU accounting (`cpuacct` in v1).
     cpu: Option<PathBuf>,
+    /// CPU quota (`cpu` in v1).
+    quota: Option<PathBuf>,
     cpu_start: Option<Duration>,
     oom_start: u64,
 }
@@ -98,10 +103,14 @@ impl Cgroups {
         };
         let memory =
             make("memory").ok_or_else(|| io::Error::other("cannot create a memory cgroup"))?;
+        let cpuacct = make("cpuacct");
+        // Where cpu and cpuacct share a hierarchy (cpu,cpuacct), one directory serves both.
+        let cpu = make("cpu").filter(|dir| Some(dir) != cpuacct.as_ref());
         Ok(Cgroups::V1 {
             memory,
             pids: make("pids"),
-            cpuacct: make("cpuacct"),
+            cpuacct,
+            cpu,
         })
     }
 
@@ -126,6 +135,7 @@ impl Cgroups {
                     v2: true,
                     pids: Some(dir.clone()),
                     cpu: Some(dir.clone()),
+                    quota: Some(dir.clone()),
                     memory: dir,
                     cpu_start: None,
                     oom_start: 0,
@@ -135,14 +145,24 @@ impl Cgroups {
                 memory,
                 pids,
                 cpuacct,
-            } => JobCgroup {
-                v2: false,
-                memory: make(memory)?,
-                pids: pids.as_deref().map(make).transpose()?,
-                cpu: cpuacct.as_deref().map(make).transpose()?,
-                cpu_start: None,
-                oom_start: 0,
-            },
+                cpu,
+            } => {
+                let accounting = cpuacct.as_deref().map(make).transpose()?;
+                let quota = match cpu {
+                    Some(cpu) => Some(make(cpu)?),
+                    // cpu,cpuacct in one hierarchy: the accounting directory has both.
+                    None => accounting.clone(),
+                };
+                JobCgroup {
+                    v2: false,
+                    memory: make(memory)?,
+                    pids: pids.as_deref().map(make).transpose()?,
+                    cpu: accounting,
+                    quota,
+                    cpu_start: None,
+                    oom_start: 0,
+                }
+            }
         };
         Ok(job)
     }
@@ -154,9 +174,11 @@ impl Cgroups {
                 memory,
                 pids,
                 cpuacct,
+                cpu,
             } => std::iter::once(memory.as_path())
                 .chain(pids.as_deref())
                 .chain(cpuacct.as_deref())
+                .chain(cpu.as_deref())
                 .collect(),
         }
     }
@@ -173,7 +195,7 @@ impl Drop for Cgroups {
 impl JobCgroup {
     fn all(&self) -> impl Iterator<Item = &Path> {
         let mut dirs = vec![self.memory.as_path()];
-        for extra in [&self.pids, &self.cpu].into_iter().flatten() {
+        for extra in [&self.pids, &self.cpu, &self.quota].into_iter().flatten() {
             if !dirs.contains(&extra.as_path()) {
                 dirs.push(extra);
             }
@@ -189,8 +211,10 @@ impl JobCgroup {
         Ok(())
     }
 
-    /// Sets the limits for the job about to run and starts its accounting from zero.
-    pub fn start(&mut self, memory_bytes: u64, processes: u64) -> io::Result<()> {
+    /// Sets the limits for the job about to run and starts its accounting from zero. `cpus`:
+    /// how many CPUs' worth of time the job's whole tree may use, so that one job spinning up
+    /// many busy processes cannot starve its neighbours into timeouts.
+    pub fn start(&mut self, memory_bytes: u64, processes: u64, cpus: f64) -> io::Result<()> {
         if self.v2 {
             std::fs::write(self.memory.join("memory.max"), memory_bytes.to_string())?;
             // Without swap limits a "limited" job would page out instead of stopping.
@@ -204,6 +228,16 @@ impl JobCgroup {
         }
         if let Some(pids) = &self.pids {
             std::fs::write(pids.join("pids.max"), processes.to_string())?;
+        }
+        if let Some(quota) = &self.quota {
+            const PERIOD_US: u64 = 100_000;
+            let allowed = ((cpus.max(0.01) * PERIOD_US as f64) as u64).max(1000);
+            if self.v2 {
+                std::fs::write(quota.join("cpu.max"), format!("{allowed} {PERIOD_US}"))?;
+            } else {
+                std::fs::write(quota.join("cpu.cfs_period_us"), PERIOD_US.to_string())?;
+                std::fs::write(quota.join("cpu.cfs_quota_us"), allowed.to_string())?;
+            }
         }
         self.cpu_start = self.cpu_usage();
         self.oom_start = self.oom_kills();
@@ -272,8 +306,16 @@ impl JobCgroup {
 impl Drop for JobCgroup {
     fn drop(&mut self) {
         let dirs: Vec<PathBuf> = self.all().map(Path::to_path_buf).collect();
-        for dir in dirs {
-            remove_dir_retrying(&dir);
+        let remove = move || {
+            for dir in dirs {
+                remove_dir_retrying(&dir);
+            }
+        };
+        // Removal may have to wait for the kernel to finish with the last process: never on
+        // an async worker thread.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => drop(handle.spawn_blocking(remove)),
+            Err(_) => remove(),
         }
     }
 }

@@ -26,6 +26,9 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// Processes and threads the job may have at once.
     pub processes: u64,
+    /// CPUs' worth of time the job's tree may use at once (with a cgroup): one job cannot
+    /// starve the others by spreading work over many processes.
+    pub cpus: f64,
     /// Bytes kept of each of stdout and stderr; the rest is counted and dropped.
     pub output_bytes: usize,
     /// Largest file the job may write (`RLIMIT_FSIZE`).
@@ -42,6 +45,7 @@ impl Default for Limits {
             cpu: None,
             memory_bytes: 4 << 30,
             processes: 512,
+            cpus: 1.0,
             output_bytes: 1 << 20,
             file_size_bytes: 256 << 20,
             open_files: 1024,

@@ -224,7 +224,21 @@ impl Aftermath {
         limits: &Limits,
         killed_by_us: bool,
     ) -> Option<(crate::Status, String)> {
-        if self.cgroup.is_some_and(|c| c.oom_kills > 0) {
+        if let Some(cgroup) = self.cgroup.filter(|c| c.oom_kills > 0) {
+            // The counter also counts kills by the machine-wide OOM killer, which picks job
+            // processes first: a job far below its own limit was a victim, not the cause.
+            let peak = cgroup.memory_peak.unwrap_or(u64::MAX);
+            if peak < limits.memory_bytes / 10 * 9 {
+                return Some((
+                    crate::Status::Infra,
+                    format!(
+                        "the machine ran out of memory; the kernel killed the job while it \
+                         used {} of its {} MiB",
+                        peak >> 20,
+                        limits.memory_bytes >> 20
+                    ),
+                ));
+            }
             return Some((
                 crate::Status::Oom,
                 format!(

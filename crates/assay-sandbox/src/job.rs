@@ -176,6 +176,9 @@ fn died(aftermath: &Aftermath) -> String {
 struct Progress {
     loaded: Option<Vec<String>>,
     tests: Vec<TestOutcome>,
+    /// A class-level fixture skipped (`SkipTest` in `setUpClass`): its tests never start, and
+    /// the official harness counts that as passing.
+    fixture_skipped: bool,
 }
 
 impl Progress {
@@ -201,9 +204,46 @@ impl Progress {
                 });
                 false
             }
+            Some("fixture") => {
+                self.fixture_skipped |= frame["outcome"] == "skip";
+                false
+            }
             Some("done") | Some("internal_error") => true,
             _ => false,
         }
+    }
+
+    /// Tests that did not report a passing outcome (pass, skip, expected failure, unexpected
+    /// success): failed, errored, or never reported at all. The summary's failure lists come
+    /// from the same process as the code, so they are not taken on trust alone.
+    fn unaccounted(&self) -> Vec<String> {
+        let passing = |t: &&TestOutcome| {
+            matches!(
+                t.result,
+                TestResult::Pass
+                    | TestResult::Skip
+                    | TestResult::ExpectedFailure
+                    | TestResult::UnexpectedSuccess
+            )
+        };
+        let passed: HashSet<&str> = self
+            .tests
+            .iter()
+            .filter(passing)
+            .map(|t| t.name.as_str())
+            .collect();
+        let reported: HashSet<&str> = self.tests.iter().map(|t| t.name.as_str()).collect();
+        self.loaded
+            .iter()
+            .flatten()
+            .filter(|name| {
+                // A test a skipped class fixture kept from starting is accounted for.
+                let skipped_with_its_class =
+                    self.fixture_skipped && !reported.contains(name.as_str());
+                !passed.contains(name.as_str()) && !skipped_with_its_class
+            })
+            .cloned()
+            .collect()
     }
 
     /// The reported tests plus, for tests that never reported, `crashed` for the first (the
@@ -249,6 +289,8 @@ struct UnittestRun {
     end: End,
     aftermath: Aftermath,
     limits: Limits,
+    /// Whether the job reported that untrusted code was about to run.
+    started: bool,
 }
 
 impl UnittestRun {
@@ -258,6 +300,7 @@ impl UnittestRun {
             end,
             aftermath,
             limits,
+            started,
         } = self;
         let mut parts = UnittestParts::default();
         let timed_out = matches!(end, End::Deadline);
@@ -286,7 +329,7 @@ impl UnittestRun {
             let cause = match &end {
                 End::Final(frame) => {
                     let error = frame["error"].as_str().unwrap_or_default();
-                    if frame["stage"] == "prepare" {
+                    if frame["stage"] == "prepare" && !started {
                         let reason = format!("the job could not be prepared: {error}");
                         return (Status::Infra, reason, progress.all_tests(None), parts);
                     }
@@ -377,6 +420,15 @@ impl UnittestRun {
             );
             return (Status::Fail, reason, tests, parts);
         }
+        let unaccounted = progress.unaccounted();
+        if !unaccounted.is_empty() {
+            let reason = format!(
+                "{} of {total} tests did not report a pass: {}",
+                unaccounted.len(),
+                unaccounted.join(", ")
+            );
+            return (Status::Fail, reason, tests, parts);
+        }
         let reason = match total {
             1 => "the test passed".to_string(),
             n => format!("all {n} tests passed"),
@@ -436,7 +488,7 @@ impl Inner {
         }
         if let Some(cgroup) = sandbox.cgroup.as_mut() {
             cgroup
-                .start(limits.memory_bytes, limits.processes)
+                .start(limits.memory_bytes, limits.processes, limits.cpus)
                 .map_err(|e| format!("setting the job's cgroup limits: {e}"))?;
         }
         Ok(sandbox)
@@ -446,6 +498,9 @@ impl Inner {
 /// What one job process's run produced, for the job kind to turn into its outcome.
 struct Ran {
     end: End,
+    /// The job said untrusted code was about to run: from then on, the results pipe may carry
+    /// what the code wrote, and no failure is the harness's.
+    started: bool,
     aftermath: Aftermath,
     streams: Streams,
     wall: Duration,
@@ -485,7 +540,7 @@ impl Inner {
         env: &BTreeMap<String, String>,
         limits: &Limits,
         fields: Value,
-        is_final: impl FnMut(&Value) -> bool,
+        mut is_final: impl FnMut(&Value) -> bool,
     ) -> Result<Ran, String> {
         let _slot = self.slot().await;
         // A ready process can die while it waits (the kernel's OOM killer picks job processes
@@ -509,7 +564,14 @@ impl Inner {
             }
         };
         let mut streams = Streams::new(limits.output_bytes);
-        let end = run_until(&mut sandbox, &mut streams, started + limits.wall, is_final).await;
+        let mut code_started = false;
+        let end = run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
+            if frame["ev"] == "started" {
+                code_started = true;
+            }
+            is_final(frame)
+        })
+        .await;
         let isolation = sandbox.layers.level();
         let workspace = sandbox.workspace.clone();
         let aftermath = match &end {
@@ -518,6 +580,7 @@ impl Inner {
         };
         Ok(Ran {
             end,
+            started: code_started,
             aftermath,
             streams,
             wall: started.elapsed(),
@@ -542,6 +605,7 @@ impl Engine {
             .await;
         let Ran {
             end,
+            started,
             aftermath,
             mut streams,
             wall,
@@ -557,6 +621,7 @@ impl Engine {
             end,
             aftermath,
             limits,
+            started,
         };
         let (status, reason, tests, parts) = run.verdict();
         UnittestOutcome {
@@ -608,7 +673,7 @@ impl Engine {
             Ok(ran) => ran,
             Err(e) => return infra(e, script_outcome),
         };
-        let mut outcome = script_verdict(&ran.end, &ran.aftermath, &limits);
+        let mut outcome = script_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
         if job.collect_files && outcome.status != Status::Infra {
             let root = ran.workspace.host_path();
             let workdir = job.workdir.clone();
@@ -638,7 +703,12 @@ pub(crate) fn encode_files(files: &[crate::InputFile]) -> Vec<Value> {
         .collect()
 }
 
-fn script_verdict(end: &End, aftermath: &Aftermath, limits: &Limits) -> ScriptOutcome {
+fn script_verdict(
+    end: &End,
+    started: bool,
+    aftermath: &Aftermath,
+    limits: &Limits,
+) -> ScriptOutcome {
     if matches!(end, End::Deadline) {
         let reason = format!("the wall-clock limit of {} was reached", secs(limits.wall));
         return script_outcome(Status::Timeout, reason);
@@ -670,7 +740,7 @@ fn script_verdict(end: &End, aftermath: &Aftermath, limits: &Limits) -> ScriptOu
     };
     if done["ev"] == "internal_error" {
         let error = done["error"].as_str().unwrap_or_default();
-        return if done["stage"] == "prepare" {
+        return if done["stage"] == "prepare" && !started {
             script_outcome(
                 Status::Infra,
                 format!("the job could not be prepared: {error}"),

@@ -219,11 +219,14 @@ impl Sandbox {
 
     /// Kills the job process and its whole tree: as PID 1 of its own PID namespace it takes
     /// every descendant with it; without one, its process group and its cgroup go too.
-    pub fn kill(&self) {
+    pub fn kill(&mut self) {
         let _ = pidfd_send_signal(&*self.pidfd, Signal::KILL);
         if !self.layers.pid_ns {
-            if let Some(pgid) = rustix::process::Pid::from_raw(self.host_pid) {
-                let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+            // Its group id is its pid, which may be reused once it has been reaped.
+            if self.exit.pending() {
+                if let Some(pgid) = rustix::process::Pid::from_raw(self.host_pid) {
+                    let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+                }
             }
             if let Some(cgroup) = &self.cgroup {
                 cgroup.kill_all();

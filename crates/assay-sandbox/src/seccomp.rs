@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
 };
 
 const DENIED: &[i64] = &[
@@ -119,7 +119,7 @@ pub(crate) fn programs() -> Vec<String> {
         SeccompAction::Errno(libc::ENOSYS as u32),
         arch,
     );
-    [eperm, no_clone3]
+    let mut programs: Vec<String> = [eperm, no_clone3]
         .into_iter()
         .map(|filter| {
             let program: BpfProgram = filter
@@ -127,7 +127,33 @@ pub(crate) fn programs() -> Vec<String> {
                 .expect("the built-in seccomp filters compile");
             encode(&program)
         })
-        .collect()
+        .collect();
+    if arch == TargetArch::x86_64 {
+        programs.push(encode(&deny_x32()));
+    }
+    programs
+}
+
+/// On x86_64, x32-ABI calls carry the same audit architecture as native ones but with bit 30
+/// set in the syscall number, so no rule above would match them: refuse them all.
+fn deny_x32() -> BpfProgram {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const JGE_K: u16 = 0x35;
+    const RET_K: u16 = 0x06;
+    const AUDIT_ARCH_X86_64: u32 = 0xC000_003E;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    let insn = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    vec![
+        insn(LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+        insn(JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
+        insn(LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+        insn(JGE_K, 0, 1, X32_SYSCALL_BIT),
+        insn(RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+        insn(RET_K, 0, 0, RET_ALLOW),
+    ]
 }
 
 fn encode(program: &BpfProgram) -> String {
@@ -150,8 +176,13 @@ mod tests {
     #[test]
     fn programs_compile_to_whole_instructions() {
         let programs = super::programs();
-        if super::target_arch().is_some() {
-            assert_eq!(programs.len(), 2);
+        if let Some(arch) = super::target_arch() {
+            let expected = if arch == seccompiler::TargetArch::x86_64 {
+                3
+            } else {
+                2
+            };
+            assert_eq!(programs.len(), expected);
             for p in programs {
                 assert!(!p.is_empty() && p.len() % 16 == 0, "{} hex digits", p.len());
             }

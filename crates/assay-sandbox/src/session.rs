@@ -1,6 +1,7 @@
 //! Persistent interpreter sessions: what an agent drives turn after turn.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,6 +23,9 @@ use crate::Error;
 /// After a cell's time limit, how long the interrupt (KeyboardInterrupt) may take to land
 /// before the session is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+/// How long a cell's code may take to enter the control pipe (a session that stopped reading
+/// it is stuck).
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How to open a [`Session`].
 #[derive(Debug, Clone)]
@@ -55,8 +59,28 @@ pub struct Session {
     engine: Arc<Inner>,
     state: tokio::sync::Mutex<State>,
     signaller: Mutex<Option<Signaller>>,
+    /// Set when an `exec` was dropped while its cell ran (see [`CellInFlight`]).
+    abandoned: AtomicBool,
     spec: SessionSpec,
     limits: Limits,
+}
+
+/// Guards a running cell. If the `exec` future is dropped before the cell's answer, the cell
+/// would run on unsupervised, and its output and answer would land in the next cell: the
+/// session is killed instead, and the next `exec` says so.
+struct CellInFlight<'a> {
+    abandoned: &'a AtomicBool,
+    signaller: Signaller,
+    answered: bool,
+}
+
+impl Drop for CellInFlight<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.signaller.send(Signal::KILL);
+            self.abandoned.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 struct State {
@@ -107,6 +131,7 @@ impl Engine {
             .await
             .map_err(Error::Sandbox)?;
         let session = Session {
+            abandoned: AtomicBool::new(false),
             signaller: Mutex::new(Some(sandbox.signaller())),
             state: tokio::sync::Mutex::new(State {
                 workspace: sandbox.workspace.clone(),
@@ -151,6 +176,14 @@ impl Session {
     pub async fn exec_with(&self, code: &str, wall: Duration, cpu: Duration) -> ExecOutcome {
         let mut guard = self.state.lock().await;
         let state = &mut *guard;
+        if self.abandoned.swap(false, Ordering::SeqCst) {
+            if let Some(mut sandbox) = state.sandbox.take() {
+                sandbox.kill();
+            }
+            state.dead =
+                Some("an earlier exec was cancelled while its cell ran, so it was killed".into());
+            *self.signaller.lock().expect("poisoned") = None;
+        }
         let Some(sandbox) = state.sandbox.as_mut() else {
             let why = state.dead.clone().unwrap_or_else(|| "it was closed".into());
             return exec_outcome(
@@ -168,10 +201,22 @@ impl Session {
         let started = Instant::now();
         let mut streams = Streams::new(self.limits.output_bytes);
         sandbox.results.reset_budget();
-        let matches = |frame: &Value| frame["ev"] == "exec_done" && frame["id"] == id;
-        let mut end = match sandbox.send(&request).await {
-            Ok(()) => run_until(sandbox, &mut streams, started + wall, matches).await,
-            Err(e) => End::Garbled(format!("sending the cell: {e}")),
+        // The answer to this cell, or the harness's own failure report (the session ends).
+        let matches = |frame: &Value| {
+            (frame["ev"] == "exec_done" && frame["id"] == id) || frame["ev"] == "internal_error"
+        };
+        let mut in_flight = CellInFlight {
+            abandoned: &self.abandoned,
+            signaller: sandbox.signaller(),
+            answered: false,
+        };
+        let mut end = match tokio::time::timeout(SEND_TIMEOUT, sandbox.send(&request)).await {
+            Ok(Ok(())) => run_until(sandbox, &mut streams, started + wall, matches).await,
+            Ok(Err(e)) => End::Garbled(format!("sending the cell: {e}")),
+            Err(_) => End::Garbled(format!(
+                "the session did not take the cell within {} s",
+                SEND_TIMEOUT.as_secs()
+            )),
         };
         let mut interrupted = false;
         if matches!(end, End::Deadline) {
@@ -190,6 +235,14 @@ impl Session {
                 "the cell's time limit of {} s was reached",
                 wall.as_secs_f64()
             )
+        };
+        in_flight.answered = true;
+        let end = match end {
+            End::Final(frame) if frame["ev"] == "internal_error" => End::Garbled(format!(
+                "the session's runtime failed: {}",
+                frame["error"].as_str().unwrap_or_default()
+            )),
+            other => other,
         };
         if let End::Final(frame) = end {
             streams.drain_now(sandbox);
@@ -250,9 +303,10 @@ impl Session {
     /// stay (unless the worker itself died, which takes the workspace with it).
     pub async fn restart(&self) -> Result<(), Error> {
         let mut state = self.state.lock().await;
-        if let Some(old) = state.sandbox.take() {
+        if let Some(mut old) = state.sandbox.take() {
             old.kill();
         }
+        self.abandoned.store(false, Ordering::SeqCst);
         *self.signaller.lock().expect("poisoned") = None;
         let inner = &self.engine;
         let reuse = state.workspace.alive().then(|| state.workspace.clone());
@@ -264,7 +318,11 @@ impl Session {
         .map_err(Error::Sandbox)?;
         if let Some(cgroup) = sandbox.cgroup.as_mut() {
             cgroup
-                .start(self.limits.memory_bytes, self.limits.processes)
+                .start(
+                    self.limits.memory_bytes,
+                    self.limits.processes,
+                    self.limits.cpus,
+                )
                 .map_err(|e| Error::Sandbox(format!("setting the session's cgroup limits: {e}")))?;
         }
         // A fresh workspace needs the input files again; a kept one already has them.
@@ -298,7 +356,8 @@ impl Session {
     pub async fn close(self) {
         let mut state = self.state.lock().await;
         if let Some(sandbox) = state.sandbox.as_mut() {
-            let _ = sandbox.send(&json!({"op": "close"})).await;
+            let close = json!({"op": "close"});
+            let _ = tokio::time::timeout(Duration::from_secs(1), sandbox.send(&close)).await;
             sandbox.kill();
         }
         state.sandbox = None;

@@ -75,6 +75,15 @@ def task_func(x):
         assert_eq!(out.status, Status::Error, "{}", out.reason);
         assert_eq!(out.error.unwrap().name, "PermissionError");
         assert!(!std::path::Path::new("/etc/assay-degraded-probe").exists());
+        // Without a PID namespace the supervisor's /proc entry is one path away.
+        let snoop = format!(
+            "import os\nleaked = []\nfor pid in ['{}', '1']:\n    try:\n        leaked.append(open(f'/proc/{{pid}}/environ').read())\n    except OSError:\n        pass\nassert not leaked, leaked\n{DOUBLE}",
+            std::process::id()
+        );
+        let out = engine
+            .run_unittest(UnittestJob::new(snoop, TRIVIAL_TEST))
+            .await;
+        assert_eq!(out.status, Status::Pass, "{}: {:?}", out.reason, out.error);
     });
 }
 

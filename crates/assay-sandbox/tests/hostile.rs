@@ -47,6 +47,7 @@ fn limits() -> Limits {
         cpu: Some(Duration::from_secs(4)),
         memory_bytes: 384 << 20,
         processes: 64,
+        cpus: 1.0,
         output_bytes: 64 << 10,
         file_size_bytes: 32 << 20,
         open_files: 256,
@@ -544,6 +545,113 @@ def task_func(x):
 "#;
     let out = attack_code("forged summary", code);
     assert_eq!(out.status, Status::Fail, "{}", out.reason);
+}
+
+#[test]
+fn forging_a_summary_that_ran_no_tests() {
+    let code = r#"
+import os, json, struct
+def task_func(x):
+    fake = json.dumps({"ev": "done", "phase": "tests", "tests_run": 0, "failures": [],
+                       "errors": [], "aborted": None, "tampered": []}).encode()
+    os.write(4, struct.pack("<I", len(fake)) + fake)
+    os._exit(0)
+"#;
+    let out = attack_code("forged empty summary", code);
+    assert_eq!(out.status, Status::Fail, "{}", out.reason);
+}
+
+#[test]
+fn silencing_the_running_result_object() {
+    let code = r#"
+import sys
+def task_func(x):
+    frame = sys._getframe()
+    while frame is not None:
+        for value in frame.f_locals.values():
+            if hasattr(value, "addFailure") and hasattr(value, "testsRun"):
+                value.addFailure = value.addError = lambda *a, **k: None
+        frame = frame.f_back
+    return -1
+"#;
+    assert_eq!(attack_code("silenced result", code).status, Status::Fail);
+}
+
+#[test]
+fn stopping_the_run_before_the_failing_tests() {
+    let code = r#"
+import sys
+def task_func(x):
+    frame = sys._getframe()
+    while frame is not None:
+        for value in frame.f_locals.values():
+            if hasattr(value, "shouldStop"):
+                value.shouldStop = True
+        frame = frame.f_back
+    return x * 2 if x == 0 else -1
+"#;
+    assert_eq!(attack_code("shouldStop", code).status, Status::Fail);
+}
+
+#[test]
+fn claiming_a_harness_failure() {
+    let code = r#"
+import os, json, struct
+def task_func(x):
+    fake = json.dumps({"ev": "internal_error", "stage": "prepare", "error": "not me"}).encode()
+    os.write(4, struct.pack("<I", len(fake)) + fake)
+    os._exit(0)
+"#;
+    let out = attack_code("fake infra", code);
+    assert_ne!(out.status, Status::Infra, "{}", out.reason);
+}
+
+#[test]
+fn a_busy_neighbour_cannot_starve_a_job() {
+    let engine = engine();
+    if engine.isolation().memory_limit != assay_sandbox::Enforcement::Cgroup {
+        eprintln!("no cgroups here (not root): CPU quotas are not available; nothing to check");
+        return;
+    }
+    let hog = r#"
+import os, time
+def task_func(x):
+    for _ in range(48):
+        if os.fork() == 0:
+            os.setsid()
+            end = time.time() + 8
+            while time.time() < end:
+                pass
+            os._exit(0)
+    time.sleep(8)
+    return -1
+"#;
+    let victim = r#"
+def task_func(x):
+    total = 0
+    for i in range(25_000_000):
+        total += i
+    return x * 2
+"#;
+    let (hog_out, victim_out) = run(async {
+        let hog_engine = engine.clone();
+        let mut hog_job = UnittestJob::new(hog, TRIVIAL_TEST);
+        hog_job.limits = Some(Limits {
+            wall: Duration::from_secs(10),
+            ..limits()
+        });
+        let hog_run = tokio::spawn(async move { hog_engine.run_unittest(hog_job).await });
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut victim_job = UnittestJob::new(victim, TRIVIAL_TEST);
+        victim_job.limits = Some(Limits {
+            wall: Duration::from_secs(6),
+            ..limits()
+        });
+        let victim_out = engine.run_unittest(victim_job).await;
+        (hog_run.await.unwrap(), victim_out)
+    });
+    assert_ne!(hog_out.status, Status::Pass);
+    assert_eq!(victim_out.status, Status::Pass, "{}", victim_out.reason);
 }
 
 #[test]

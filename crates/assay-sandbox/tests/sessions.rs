@@ -213,3 +213,44 @@ fn sessions_side_by_side_are_isolated_from_each_other() {
         }
     });
 }
+
+#[test]
+fn a_cancelled_exec_kills_the_session_instead_of_haunting_the_next_cell() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        let slow = s.exec("print('old cell')\nimport time\ntime.sleep(30)");
+        assert!(tokio::time::timeout(Duration::from_millis(500), slow)
+            .await
+            .is_err());
+        let next = s.exec("print('new cell')\n1 + 1").await;
+        assert_eq!(next.status, Status::Error);
+        assert!(next.reason.contains("cancelled"), "{}", next.reason);
+        assert!(!next.stdout.text.contains("old cell"));
+        s.restart().await.unwrap();
+        let fresh = s.exec("print('new cell')\n1 + 1").await;
+        assert_eq!(
+            (fresh.stdout.text.as_str(), fresh.result.as_deref()),
+            ("new cell\n", Some("2"))
+        );
+    });
+}
+
+#[test]
+fn exceptions_that_break_while_being_described_do_not_kill_the_session() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        s.exec("kept = 7").await;
+        let code = "class Nasty(Exception):\n    def __str__(self):\n        raise RuntimeError('no')\nraise Nasty()";
+        let out = s.exec(code).await;
+        assert_eq!(out.status, Status::Error, "{}", out.reason);
+        assert!(out.session_alive);
+        assert_eq!(out.error.unwrap().name, "Nasty");
+        let repr = s
+            .exec("class R:\n    def __repr__(self):\n        raise ValueError()\nR()")
+            .await;
+        assert_eq!(repr.status, Status::Pass, "{}", repr.reason);
+        assert_eq!(s.exec("kept").await.result.as_deref(), Some("7"));
+    });
+}

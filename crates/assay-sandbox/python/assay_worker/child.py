@@ -107,6 +107,9 @@ def main(fds, cfg, mode, workspace):
         run = JOB_KINDS.get(spec["kind"])
         if run is None:
             raise ValueError(f"unknown job kind {spec['kind']!r}")
+        # From here on the results pipe carries whatever the code writes too: the supervisor
+        # blames nothing after this frame on the harness.
+        _emit({"ev": "started"})
         stage = "run"
         run(spec, _emit)
     except BaseException:  # noqa: BLE001 - the supervisor gets the harness-side error

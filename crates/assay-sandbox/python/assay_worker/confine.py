@@ -6,6 +6,8 @@ import os
 from . import linux as L
 
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+PROC_SYSTEM_FILES = ("cpuinfo", "meminfo", "stat", "loadavg", "uptime", "version", "sys",
+                     "filesystems", "mounts")
 
 
 def _finish(cfg, read_paths, write_paths, layers):
@@ -58,5 +60,9 @@ def degraded(cfg, workspace):
         os.setresuid(drop[0], drop[0], drop[0])
     layers = {"user_ns": False, "mount_ns": False, "pid_ns": False, "net_ns": False,
               "ipc_ns": False, "private_tmp": False, "unprivileged": os.geteuid() != 0}
-    read = list(cfg["view"]["readonly"]) + ["/proc", "/sys", "/dev"]
+    # Without a PID namespace, /proc would show every process of the same uid, and their
+    # environments (an API key in the user's shell): only system-wide files and the job's own
+    # directory are readable.
+    read = list(cfg["view"]["readonly"]) + ["/sys", "/dev", f"/proc/{os.getpid()}"]
+    read += [f"/proc/{name}" for name in PROC_SYSTEM_FILES]
     return _finish(cfg, read, [workspace, "/dev/shm"], layers)

@@ -105,22 +105,39 @@ def execute(code, namespace, state, cell_name):
             value = eval(compile(ast.Expression(last.value), cell_name, "eval"), namespace)
             if value is not None:
                 namespace["_"] = value
-                result = cap(repr(value), RESULT_CAP)
+                result = cap(_safe(lambda: repr(value), "<unrepresentable>"), RESULT_CAP)
     except BaseException as e:  # noqa: BLE001 - a cell's failure is the answer, not ours
-        status = "error"
-        frames = e.__traceback__
-        # Drop this function's own frame: the user's traceback starts in their cell.
-        if frames is not None and frames.tb_frame.f_code is execute.__code__:
-            frames = frames.tb_next
-        error = {
-            "ename": type(e).__name__,
-            "evalue": cap(str(e), RESULT_CAP),
-            "traceback": cap("".join(traceback.format_exception(type(e), e, frames))),
-        }
-    finally:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        # No more interrupts: describing the error is ours.
         state.in_cell = False
+        status = "error"
+        error = _describe_cell_error(e)
+    finally:
+        # Cleared first: an interrupt arriving as the mask is set must find nothing to raise.
+        state.in_cell = False
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     return status, result, error
+
+
+def _safe(describe, fallback):
+    """``describe()``, or ``fallback`` when the code's object breaks while being described."""
+    try:
+        return describe()
+    except BaseException as e:  # noqa: BLE001 - user objects may raise anything
+        return f"{fallback} ({type(e).__name__} while describing it)"
+
+
+def _describe_cell_error(e):
+    frames = e.__traceback__
+    # Drop this module's own frame: the user's traceback starts in their cell.
+    if frames is not None and frames.tb_frame.f_code is execute.__code__:
+        frames = frames.tb_next
+    return {
+        "ename": type(e).__name__,
+        "evalue": cap(_safe(lambda: str(e), "<unprintable>"), RESULT_CAP),
+        "traceback": cap(_safe(
+            lambda: "".join(traceback.format_exception(type(e), e, frames)),
+            f"{type(e).__name__}: <unprintable>")),
+    }
 
 
 def run(spec, emit):
@@ -143,8 +160,11 @@ def run(spec, emit):
         started = time.perf_counter()
         status, result, error = execute(request["code"], namespace, state, f"<cell-{cells}>")
         seconds = time.perf_counter() - started
-        flush_streams(sys.stdout, sys.stderr)
-        figures, figure_error = _figures()
+        try:
+            flush_streams(sys.stdout, sys.stderr)
+            figures, figure_error = _figures()
+        except BaseException as e:  # noqa: BLE001 - the code's objects broke; the session lives
+            figures, figure_error = [], _safe(lambda: f"{type(e).__name__}: {e}", "figures")
         emit({"ev": "exec_done", "id": request["id"], "status": status, "result": result,
               "error": error, "figures": figures, "figure_error": figure_error,
               "seconds": seconds})

@@ -82,7 +82,7 @@ def flush_streams(*streams):
     for stream in (*streams, sys.__stdout__, sys.__stderr__):
         try:
             stream.flush()
-        except (OSError, ValueError, AttributeError):
+        except BaseException:  # noqa: BLE001 - the code may have replaced the stream with anything
             pass
 
 
@@ -178,13 +178,18 @@ class Integrity:
         """Records (once each) the names that differ from the snapshot; returns all so far."""
         for owner, snapshot, whole in self._owners:
             current = vars(owner)
-            label = getattr(owner, "__qualname__", getattr(owner, "__name__", "?"))
+            label = getattr(owner, "__qualname__", getattr(owner, "__name__", None))
+            label = label or f"{type(owner).__name__} instance"
             for name, value in snapshot.items():
                 if current.get(name, _MISSING) is not value:
                     self._note(f"{label}.{name}")
-            if whole and isinstance(owner, type):
+            if whole:
                 for name in current.keys() - snapshot.keys():
-                    if _watched(current[name]):
+                    value = current[name]
+                    # unittest itself keeps classes on its result object (_previousTestClass);
+                    # functions appearing on a class or an instance are patches.
+                    if _watched(value) and not (not isinstance(owner, type)
+                                                and isinstance(value, type)):
                         self._note(f"{label}.{name} (added)")
         for name, module in self._modules.items():
             if sys.modules.get(name) is not module:
@@ -347,6 +352,8 @@ def run(spec, emit):
                                      if n.startswith("test") or n in _TEST_HOOKS])
         emit({"ev": "loaded", "tests": [test_key(t) for t in suite]})
         recorder = Recorder(emit, integrity)
+        # Its methods live on the class (watched); one set on the instance is a patch.
+        integrity.watch(recorder)
         aborted = None
         try:
             suite_run(suite, recorder)

@@ -167,7 +167,11 @@ class Zygote:
                     if message is None:
                         self._shutdown()
                         return
-                    self._handle(message, fds)
+                    try:
+                        self._handle(message, fds)
+                    except Exception:  # noqa: BLE001 - one bad request must not end the worker
+                        print(f"assay worker: {message.get('op')!r} failed:\n"
+                              f"{traceback.format_exc()}", file=sys.stderr, flush=True)
                 else:
                     self._reap(key.data)
 
@@ -190,8 +194,12 @@ class Zygote:
             if not os.path.isdir(path):
                 os.mkdir(path, 0o755)
                 size = int(self.cfg["workspace_mib"])
-                L.mount("tmpfs", path, "tmpfs", L.MS_NOSUID | L.MS_NODEV,
-                        f"size={size}m,mode=755")
+                try:
+                    L.mount("tmpfs", path, "tmpfs", L.MS_NOSUID | L.MS_NODEV,
+                            f"size={size}m,mode=755")
+                except OSError:
+                    os.rmdir(path)  # never leave an unlimited directory for a later job
+                    raise
             return path
         return message["workspace_path"]
 
@@ -199,8 +207,9 @@ class Zygote:
         if self.mode != "namespaced":
             return
         path = f"{WS_ROOT}/{int(workspace)}"
-        if os.path.isdir(path):
+        if os.path.ismount(path):
             L.umount(path)
+        if os.path.isdir(path):
             os.rmdir(path)
 
     def _spawn(self, message, fds):
