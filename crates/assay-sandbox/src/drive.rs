@@ -64,13 +64,16 @@ impl Stream {
         }
     }
 
-    /// Reads whatever `pipe` already holds, without waiting.
+    /// Reads whatever `pipe` already holds, without waiting. A direct non-blocking `read`:
+    /// tokio's `try_read` trusts the reactor's readiness, which may not have caught up with
+    /// bytes written just before the frame that made us look.
     fn drain_now(&mut self, pipe: &pipe::Receiver) {
         while self.open {
-            match pipe.try_read(&mut self.buf) {
+            match rustix::io::read(pipe, &mut self.buf[..]) {
                 Ok(0) => self.open = false,
                 Ok(n) => self.capture.push(&self.buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(rustix::io::Errno::INTR) => continue,
                 Err(_) => self.open = false,
             }
         }

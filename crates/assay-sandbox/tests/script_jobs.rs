@@ -109,3 +109,32 @@ fn malformed_jobs_are_refused_up_front() {
     }];
     assert_eq!(run(engine.run_script(job)).status, Status::Infra);
 }
+
+#[test]
+fn output_written_just_before_the_end_is_never_lost() {
+    let engine = engine();
+    let outcomes = run(async move {
+        let jobs: Vec<_> = (0..40)
+            .map(|i| {
+                let engine = engine.clone();
+                tokio::spawn(async move {
+                    let job = ScriptJob::new(format!("print('line {i}')"));
+                    (i, engine.run_script(job).await)
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for job in jobs {
+            outcomes.push(job.await.unwrap());
+        }
+        outcomes
+    });
+    for (i, out) in outcomes {
+        assert_eq!(
+            out.stdout.text,
+            format!("line {i}\n"),
+            "job {i}: {}",
+            out.reason
+        );
+    }
+}

@@ -254,3 +254,16 @@ fn exceptions_that_break_while_being_described_do_not_kill_the_session() {
         assert_eq!(s.exec("kept").await.result.as_deref(), Some("7"));
     });
 }
+
+#[test]
+fn every_cell_gets_exactly_its_own_output() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        for i in 0..60 {
+            let out = s.exec(&format!("print('cell {i}')")).await;
+            assert_eq!(out.stdout.text, format!("cell {i}\n"), "{}", out.reason);
+        }
+        s.close().await;
+    });
+}
