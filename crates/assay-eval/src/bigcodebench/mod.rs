@@ -1,0 +1,3 @@
+//! BigCodeBench evaluation.
+
+pub mod samples;

@@ -1,0 +1,353 @@
+//! Samples in the official format: one JSON object per line with `task_id` and either
+//! `solution` (a whole program) or `completion` (text to append to the Complete prompt). Any
+//! other field (`raw_solution`...) is kept as it was.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use assay_tasks::bigcodebench::{task_number, Dataset, Task};
+use serde_json::{Map, Value};
+
+/// A sample file that can't be evaluated as it is. Every message names the file and, where
+/// there is one, the line and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum SamplesError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("{path}:{line}: {message}")]
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// What the model produced for one task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Code {
+    /// A whole program.
+    Solution(String),
+    /// Text that continues the Complete prompt.
+    Completion(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Position among the file's samples (0-based), the key results are stored under.
+    pub index: usize,
+    /// 1-based line in the file.
+    pub line: usize,
+    pub task_id: String,
+    pub code: Code,
+    /// The line's object as given.
+    pub fields: Map<String, Value>,
+}
+
+impl Sample {
+    /// The program the official harness executes: the solution (or the Complete prompt plus
+    /// the completion), behind the task's imports and a stub when calibrated. Calibration
+    /// rescues answers that leave out the prompt's imports or constants; every leaderboard
+    /// number is calibrated.
+    pub fn program(&self, task: &Task, calibrated: bool) -> String {
+        let solution = match &self.code {
+            Code::Solution(text) => text.clone(),
+            Code::Completion(text) => format!("{}{text}", task.complete_prompt),
+        };
+        if calibrated {
+            format!("{}\n    pass\n{solution}", task.code_prompt)
+        } else {
+            solution
+        }
+    }
+}
+
+/// The samples of one file that belong to the dataset being evaluated.
+#[derive(Debug, Clone)]
+pub struct Samples {
+    pub path: PathBuf,
+    pub samples: Vec<Sample>,
+    /// Samples of tasks outside the dataset's subset (a full-set file evaluated on Hard):
+    /// skipped, as the official harness does.
+    pub skipped: usize,
+    /// A digest of the file: a run directory is tied to the samples it evaluated.
+    pub digest: String,
+}
+
+impl Samples {
+    /// Samples per task, for the tasks that have any.
+    pub fn count_by_task(&self) -> BTreeMap<&str, usize> {
+        let mut counts = BTreeMap::new();
+        for sample in &self.samples {
+            *counts.entry(sample.task_id.as_str()).or_insert(0) += 1;
+        }
+        counts
+    }
+}
+
+/// Reads `path` (JSON lines) against `dataset`.
+pub fn load(path: &Path, dataset: &Dataset) -> Result<Samples, SamplesError> {
+    let bytes = std::fs::read(path).map_err(|source| SamplesError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file_error = |message: String| SamplesError::File {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = String::from_utf8(bytes).map_err(|e| file_error(format!("not UTF-8 text: {e}")))?;
+    let known: HashMap<&str, &Task> = dataset
+        .tasks
+        .iter()
+        .map(|t| (t.task_id.as_str(), t))
+        .collect();
+    let mut samples = Vec::new();
+    let mut skipped = 0;
+    for (number, line) in text.lines().enumerate() {
+        let number = number + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let error = |message: String| SamplesError::Line {
+            path: path.to_path_buf(),
+            line: number,
+            message,
+        };
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| error(format!("not valid JSON: {e}")))?;
+        let Value::Object(fields) = value else {
+            return Err(error("not a JSON object".into()));
+        };
+        let task_id = match fields.get("task_id") {
+            Some(Value::String(id)) => id.clone(),
+            Some(_) => return Err(error("field `task_id` is not a string".into())),
+            None => return Err(error("field `task_id` is missing".into())),
+        };
+        let code = match (fields.get("solution"), fields.get("completion")) {
+            (Some(Value::String(s)), _) => Code::Solution(s.clone()),
+            (Some(_), _) => return Err(error("field `solution` is not a string".into())),
+            (None, Some(Value::String(c))) => Code::Completion(c.clone()),
+            (None, Some(_)) => return Err(error("field `completion` is not a string".into())),
+            (None, None) => {
+                return Err(error(
+                    "needs a `solution` (a program) or a `completion` (of the prompt) field".into(),
+                ))
+            }
+        };
+        if !known.contains_key(task_id.as_str()) {
+            let in_benchmark = task_number(&task_id).is_some_and(|n| n < 1140);
+            if in_benchmark && dataset.tasks.len() < 1140 {
+                skipped += 1;
+                continue;
+            }
+            return Err(error(format!(
+                "field `task_id`: `{task_id}` is not a task of {}",
+                dataset.source
+            )));
+        }
+        samples.push(Sample {
+            index: samples.len(),
+            line: number,
+            task_id,
+            code,
+            fields,
+        });
+    }
+    if samples.is_empty() {
+        let why = if skipped > 0 {
+            format!("none of its {skipped} samples is for a task of this subset")
+        } else {
+            "it holds no samples".to_string()
+        };
+        return Err(file_error(why));
+    }
+    let loaded = Samples {
+        path: path.to_path_buf(),
+        samples,
+        skipped,
+        digest: blake3::hash(text.as_bytes()).to_hex()[..16].to_string(),
+    };
+    check_duplicates(&loaded)?;
+    Ok(loaded)
+}
+
+/// Most tasks have one sample (greedy) but some have several: the file was most likely
+/// concatenated or appended to twice, which would silently weigh those tasks differently.
+fn check_duplicates(samples: &Samples) -> Result<(), SamplesError> {
+    let counts = samples.count_by_task();
+    let singles = counts.values().filter(|&&n| n == 1).count();
+    if singles * 2 <= counts.len() {
+        return Ok(());
+    }
+    let Some((task, _)) = counts.iter().find(|(_, &n)| n > 1) else {
+        return Ok(());
+    };
+    let lines: Vec<String> = samples
+        .samples
+        .iter()
+        .filter(|s| s.task_id == *task)
+        .map(|s| s.line.to_string())
+        .collect();
+    Err(SamplesError::Line {
+        path: samples.path.clone(),
+        line: samples
+            .samples
+            .iter()
+            .filter(|s| s.task_id == *task)
+            .nth(1)
+            .map_or(0, |s| s.line),
+        message: format!(
+            "field `task_id`: `{task}` has {} samples (lines {}) while most tasks have one: a \
+             duplicated file? Generate the same number of samples for every task",
+            lines.len(),
+            lines.join(", ")
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_tasks::bigcodebench::Subset;
+    use serde_json::json;
+
+    fn write(dir: &Path, lines: &[String]) -> PathBuf {
+        let path = dir.join("samples.jsonl");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        path
+    }
+
+    fn line(task: u32, field: &str, text: &str) -> String {
+        json!({"task_id": format!("BigCodeBench/{task}"), field: text, "raw_solution": "x"})
+            .to_string()
+    }
+
+    #[test]
+    fn reads_solutions_and_completions_and_builds_the_official_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
+        let path = write(
+            dir.path(),
+            &[
+                line(0, "solution", "def task_func(): pass"),
+                line(1, "completion", "    return 1\n"),
+            ],
+        );
+        let samples = load(&path, &full).unwrap();
+        assert_eq!(samples.samples.len(), 2);
+        assert_eq!(samples.samples[1].line, 2);
+        assert_eq!(samples.samples[0].fields["raw_solution"], "x");
+        let task0 = full.get("BigCodeBench/0").unwrap();
+        let calibrated = samples.samples[0].program(task0, true);
+        assert_eq!(
+            calibrated,
+            format!("{}\n    pass\ndef task_func(): pass", task0.code_prompt)
+        );
+        assert_eq!(
+            samples.samples[0].program(task0, false),
+            "def task_func(): pass"
+        );
+        let task1 = full.get("BigCodeBench/1").unwrap();
+        assert_eq!(
+            samples.samples[1].program(task1, false),
+            format!("{}    return 1\n", task1.complete_prompt)
+        );
+    }
+
+    #[test]
+    fn a_full_file_on_the_hard_subset_skips_the_other_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let hard = Dataset::embedded("v0.1.4", Subset::Hard).unwrap();
+        let path = write(
+            dir.path(),
+            &[line(0, "solution", "a"), line(13, "solution", "b")],
+        );
+        let samples = load(&path, &hard).unwrap();
+        assert_eq!((samples.samples.len(), samples.skipped), (1, 1));
+        assert_eq!(samples.samples[0].task_id, "BigCodeBench/13");
+        let only_other = write(dir.path(), &[line(0, "solution", "a")]);
+        let err = load(&only_other, &hard).unwrap_err().to_string();
+        assert!(err.contains("none of its 1 samples"), "{err}");
+    }
+
+    #[test]
+    fn bad_input_names_the_file_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
+        let ok = line(0, "solution", "a");
+        for (bad, expect) in [
+            ("{not json".to_string(), ":2: not valid JSON"),
+            ("[1, 2]".to_string(), ":2: not a JSON object"),
+            (
+                json!({"solution": "a"}).to_string(),
+                ":2: field `task_id` is missing",
+            ),
+            (
+                json!({"task_id": 3, "solution": "a"}).to_string(),
+                ":2: field `task_id` is not a string",
+            ),
+            (
+                json!({"task_id": "BigCodeBench/1"}).to_string(),
+                ":2: needs a `solution`",
+            ),
+            (
+                json!({"task_id": "BigCodeBench/1", "solution": 5}).to_string(),
+                ":2: field `solution` is not a string",
+            ),
+            (
+                line(5000, "solution", "a"),
+                ":2: field `task_id`: `BigCodeBench/5000` is not a task",
+            ),
+            (
+                json!({"task_id": "HumanEval/1", "solution": "a"}).to_string(),
+                "is not a task of v0.1.4",
+            ),
+        ] {
+            let path = write(dir.path(), &[ok.clone(), bad]);
+            let err = load(&path, &full).unwrap_err().to_string();
+            assert!(
+                err.contains("samples.jsonl") && err.contains(expect),
+                "{expect}: {err}"
+            );
+        }
+        let empty = write(dir.path(), &["".into(), "  ".into()]);
+        let err = load(&empty, &full).unwrap_err().to_string();
+        assert!(err.contains("holds no samples"), "{err}");
+        let err = load(&dir.path().join("missing.jsonl"), &full)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("missing.jsonl"), "{err}");
+    }
+
+    #[test]
+    fn a_duplicated_greedy_file_is_refused_but_even_sampling_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
+        let mut lines: Vec<String> = (0..5).map(|t| line(t, "solution", "a")).collect();
+        lines.push(line(2, "solution", "a"));
+        let err = load(&write(dir.path(), &lines), &full)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(":6:") && err.contains("`BigCodeBench/2` has 2 samples (lines 3, 6)"),
+            "{err}"
+        );
+        let sampled: Vec<String> = (0..4)
+            .flat_map(|t| [line(t, "solution", "a"), line(t, "solution", "b")])
+            .collect();
+        let samples = load(&write(dir.path(), &sampled), &full).unwrap();
+        assert_eq!(
+            samples
+                .count_by_task()
+                .values()
+                .copied()
+                .collect::<Vec<_>>(),
+            [2, 2, 2, 2]
+        );
+    }
+}
