@@ -454,6 +454,7 @@ fn unittest_outcome(status: Status, reason: String) -> UnittestOutcome {
         errors: Vec::new(),
         error: None,
         tampered: Vec::new(),
+        reported: false,
         stdout: Captured::default(),
         stderr: Captured::default(),
         usage: Usage::default(),
@@ -616,6 +617,7 @@ impl Engine {
             Err(e) => return infra(e, unittest_outcome),
         };
         let usage = aftermath.usage(wall);
+        let reported = matches!(&end, End::Final(frame) if frame["ev"] == "done");
         let run = UnittestRun {
             progress,
             end,
@@ -632,6 +634,7 @@ impl Engine {
             errors: parts.errors,
             error: parts.error,
             tampered: parts.tampered,
+            reported,
             stdout: streams.out.take(),
             stderr: streams.err.take(),
             usage,

@@ -120,6 +120,10 @@ pub struct UnittestOutcome {
     pub error: Option<PyError>,
     /// Parts of `unittest` the code replaced; never empty when the status says so.
     pub tampered: Vec<String>,
+    /// Whether the job delivered its final summary. False when the process died, was killed
+    /// or garbled its results: what the official harness, which waits for a summary it never
+    /// gets, reports as a timeout.
+    pub reported: bool,
     pub stdout: Captured,
     pub stderr: Captured,
     pub usage: Usage,

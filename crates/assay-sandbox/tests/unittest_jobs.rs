@@ -36,6 +36,7 @@ fn a_correct_solution_passes_with_every_test_reported() {
         ]
     );
     assert!(out.failures.is_empty() && out.errors.is_empty() && out.tampered.is_empty());
+    assert!(out.reported);
     assert!(out.usage.wall < Duration::from_secs(5));
 }
 
@@ -164,6 +165,7 @@ fn the_wall_clock_limit_gives_timeout() {
     });
     let out = run(engine.run_unittest(j));
     assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert!(!out.reported);
     assert!(out.reason.contains("wall-clock"), "{}", out.reason);
     assert!(
         out.usage.wall < Duration::from_secs(6),

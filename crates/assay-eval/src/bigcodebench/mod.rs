@@ -1,3 +1,4 @@
 //! BigCodeBench evaluation.
 
 pub mod samples;
+pub mod verdict;
