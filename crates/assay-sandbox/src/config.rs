@@ -75,6 +75,9 @@ pub struct EngineConfig {
     /// Use a cgroup per job where the machine allows (as root). Off, memory and process
     /// limits fall back to rlimits, as for an unprivileged user.
     pub cgroups: bool,
+    /// Give jobs the host's network instead of a private one with loopback only. Off by
+    /// default: evaluated code should not reach the internet unless asked for.
+    pub network: bool,
     /// Jobs running at once. Default: the number of CPUs.
     pub concurrency: usize,
     /// Job processes kept forked and confined ahead of demand, so that fork and setup cost
@@ -115,6 +118,7 @@ impl EngineConfig {
             isolation: IsolationMode::Auto,
             namespaces: true,
             cgroups: true,
+            network: false,
             concurrency: cpus,
             prefork: cpus,
             limits: Limits::default(),

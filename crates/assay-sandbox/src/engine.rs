@@ -204,6 +204,7 @@ impl Engine {
         let init = json!({
             "op": "init",
             "namespaces": config.namespaces,
+            "network": config.network,
             "strict": config.isolation == IsolationMode::Strict,
             "drop_to": if root { Some([SANDBOX_ID, SANDBOX_ID]) } else { None },
             "degraded_drop": degraded_drop,

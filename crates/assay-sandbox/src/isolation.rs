@@ -25,6 +25,9 @@ pub struct Layers {
     pub pid_ns: bool,
     #[serde(default)]
     pub net_ns: bool,
+    /// Jobs reach the network (by request, or for lack of a network namespace).
+    #[serde(default)]
+    pub network: bool,
     #[serde(default)]
     pub ipc_ns: bool,
     #[serde(default)]
@@ -42,10 +45,18 @@ pub struct Layers {
 }
 
 impl Layers {
+    /// The level reached. A network the caller asked for (`EngineConfig::network`) does not
+    /// lower it; a network namespace that could not be made does.
     pub fn level(&self) -> IsolationLevel {
-        let namespaces = self.user_ns && self.mount_ns && self.pid_ns && self.net_ns;
+        let namespaces = self.user_ns && self.mount_ns && self.pid_ns;
         let confined = self.no_new_privs && self.seccomp && self.landlock_abi > 0;
-        if namespaces && self.private_tmp && self.unprivileged && confined {
+        let network_isolated_or_allowed = self.net_ns || self.network;
+        if namespaces
+            && network_isolated_or_allowed
+            && self.private_tmp
+            && self.unprivileged
+            && confined
+        {
             IsolationLevel::Full
         } else if self.unprivileged || self.landlock_abi > 0 || self.seccomp {
             IsolationLevel::Partial
@@ -88,6 +99,7 @@ mod tests {
             mount_ns: true,
             pid_ns: true,
             net_ns: true,
+            network: false,
             ipc_ns: true,
             private_tmp: true,
             unprivileged: true,
@@ -100,6 +112,10 @@ mod tests {
     #[test]
     fn every_layer_is_needed_for_full() {
         assert_eq!(full().level(), IsolationLevel::Full);
+        let mut online = full();
+        online.net_ns = false;
+        online.network = true;
+        assert_eq!(online.level(), IsolationLevel::Full, "a network asked for");
         let weakened: [fn(&mut Layers); 6] = [
             |l| l.net_ns = false,
             |l| l.pid_ns = false,

@@ -273,3 +273,27 @@ fn a_runtime_under_tmp_is_refused_with_the_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn the_network_is_shared_only_when_asked_for() {
+    let mut config = common::config();
+    config.network = true;
+    let online = run(assay_sandbox::Engine::start(config)).expect("engine");
+    let layers = &online.isolation().layers;
+    assert!(layers.network && !layers.net_ns, "{layers:?}");
+    assert_eq!(online.isolation().level, IsolationLevel::Full);
+    // The host's interfaces are visible: more than loopback.
+    let code =
+        "import socket\nNAMES = [name for _, name in socket.if_nameindex()]\n".to_string() + DOUBLE;
+    let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_interfaces(self):\n        self.assertGreater(len(NAMES), 1, NAMES)\n";
+    let out = run(online.run_unittest(job(&code, test)));
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {:?}",
+        out.reason,
+        out.failures
+    );
+    let isolated = engine();
+    assert!(isolated.isolation().layers.net_ns && !isolated.isolation().layers.network);
+}

@@ -31,21 +31,24 @@ def namespaced(cfg, workspace):
     """The job is PID 1 of a new PID namespace (the zygote forked it that way). Give it its own
     mount, network, IPC and UTS namespaces, its workspace as /tmp, then drop to an unprivileged
     uid inside a nested user namespace with no capabilities at all."""
-    L.unshare(L.CLONE_NEWNS | L.CLONE_NEWNET | L.CLONE_NEWIPC | L.CLONE_NEWUTS)
+    network = bool(cfg.get("network"))
+    L.unshare(L.CLONE_NEWNS | L.CLONE_NEWIPC | L.CLONE_NEWUTS
+              | (0 if network else L.CLONE_NEWNET))
     L.mount("proc", "/proc", "proc", L.MS_NOSUID | L.MS_NODEV | L.MS_NOEXEC)
     L.mount(workspace, "/tmp", None, L.MS_BIND)
     # Hide every other job's workspace.
     L.mount("tmpfs", "/ws", "tmpfs", L.MS_RDONLY | L.MS_NOSUID | L.MS_NODEV, "size=4k,mode=555")
     L.mount("tmpfs", "/dev/shm", "tmpfs", L.MS_NOSUID | L.MS_NODEV,
             f"size={cfg['shm_mib']}m,mode=1777")
-    L.loopback_up()
+    if not network:
+        L.loopback_up()
     _oom_first()
     uid, gid = cfg["job_uid"], cfg["job_gid"]
     L.unshare(L.CLONE_NEWUSER)
     L.write_id_maps(uid, 0, gid, 0)
     L.drop_capabilities()
-    layers = {"user_ns": True, "mount_ns": True, "pid_ns": True, "net_ns": True,
-              "ipc_ns": True, "private_tmp": True, "unprivileged": True}
+    layers = {"user_ns": True, "mount_ns": True, "pid_ns": True, "net_ns": not network,
+              "network": network, "ipc_ns": True, "private_tmp": True, "unprivileged": True}
     return _finish(cfg, ["/"], ["/tmp", "/dev/shm"], layers)
 
 
@@ -59,7 +62,8 @@ def degraded(cfg, workspace):
         os.setresgid(drop[1], drop[1], drop[1])
         os.setresuid(drop[0], drop[0], drop[0])
     layers = {"user_ns": False, "mount_ns": False, "pid_ns": False, "net_ns": False,
-              "ipc_ns": False, "private_tmp": False, "unprivileged": os.geteuid() != 0}
+              "network": True, "ipc_ns": False, "private_tmp": False,
+              "unprivileged": os.geteuid() != 0}
     # Without a PID namespace, /proc would show every process of the same uid, and their
     # environments (an API key in the user's shell): only system-wide files and the job's own
     # directory are readable.

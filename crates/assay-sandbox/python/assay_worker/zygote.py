@@ -91,8 +91,10 @@ def _namespaced_bootstrap(cfg):
         # below need it to be ours.
         L.prctl(L.PR_SET_DUMPABLE, 1)
     uid, gid = os.geteuid(), os.getegid()
-    L.unshare(L.CLONE_NEWUSER | L.CLONE_NEWNS | L.CLONE_NEWPID | L.CLONE_NEWNET
-              | L.CLONE_NEWIPC | L.CLONE_NEWUTS)
+    # With the network allowed, jobs share the host's network namespace: so must we.
+    net = 0 if cfg.get("network") else L.CLONE_NEWNET
+    L.unshare(L.CLONE_NEWUSER | L.CLONE_NEWNS | L.CLONE_NEWPID | net | L.CLONE_NEWIPC
+              | L.CLONE_NEWUTS)
     L.write_id_maps(0, uid, 0, gid)
     if not root:
         view.build(v["readonly"], v["masks"], points)
