@@ -1,0 +1,361 @@
+//! Run directories.
+//!
+//! ```text
+//! runs/<name>/
+//!   manifest.json   what was evaluated and how; its "identity" decides whether a rerun resumes
+//!   results.jsonl   one record per finished item, appended as it finishes
+//!   ...             files derived from the records (written whole, atomically)
+//! ```
+//!
+//! Nothing is lost: every record is on disk (flushed, and synced at least once a second) as
+//! soon as it exists, so a run killed at any point (Ctrl-C, `kill -9`, power loss) resumes by
+//! reading `results.jsonl` back; a record torn by the kill is dropped and recomputed. Derived
+//! files are written to a temporary name and renamed, so they are either whole or absent.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub const MANIFEST: &str = "manifest.json";
+pub const RESULTS: &str = "results.jsonl";
+const LOCK: &str = ".lock";
+const SYNC_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: another assay process is using this run directory")]
+    Busy { path: PathBuf },
+    #[error(
+        "{path} holds a different evaluation ({key}: {existing} there, {wanted} now); \
+         choose another --out, or remove the directory to start over"
+    )]
+    Different {
+        path: PathBuf,
+        key: String,
+        existing: String,
+        wanted: String,
+    },
+    #[error("{path}:{line}: {message}")]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
+    move |source| RunDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// An open run directory, locked for this process.
+pub struct RunDir {
+    path: PathBuf,
+    results: File,
+    last_sync: Instant,
+    _lock: File,
+}
+
+/// A run directory as found: the records already there (none for a new run).
+pub struct Opened {
+    pub dir: RunDir,
+    pub records: Vec<Value>,
+    /// Whether an earlier run's records were found.
+    pub resumed: bool,
+}
+
+impl RunDir {
+    /// Creates the run directory for `manifest`, or resumes the one at `path` if its manifest
+    /// has the same `identity` object (the settings that decide results). A manifest with a
+    /// different identity is an error naming the first difference.
+    pub fn open(path: &Path, manifest: &Value) -> Result<Opened, RunDirError> {
+        std::fs::create_dir_all(path).map_err(io(path))?;
+        let lock_path = path.join(LOCK);
+        let lock = File::create(&lock_path).map_err(io(&lock_path))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |_| RunDirError::Busy {
+                path: path.to_path_buf(),
+            },
+        )?;
+        let manifest_path = path.join(MANIFEST);
+        let existing =
+            match std::fs::read_to_string(&manifest_path) {
+                Ok(text) => Some(serde_json::from_str::<Value>(&text).map_err(|e| {
+                    RunDirError::Corrupt {
+                        path: manifest_path.clone(),
+                        line: e.line(),
+                        message: e.to_string(),
+                    }
+                })?),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(io(&manifest_path)(e)),
+            };
+        if let Some(existing) = &existing {
+            compare_identity(path, &existing["identity"], &manifest["identity"])?;
+        }
+        let results_path = path.join(RESULTS);
+        let records = match existing {
+            Some(_) => read_records(&results_path)?,
+            None => {
+                write_atomically(&manifest_path, &to_pretty(manifest))?;
+                Vec::new()
+            }
+        };
+        let results = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&results_path)
+            .map_err(io(&results_path))?;
+        Ok(Opened {
+            resumed: !records.is_empty(),
+            dir: RunDir {
+                path: path.to_path_buf(),
+                results,
+                last_sync: Instant::now(),
+                _lock: lock,
+            },
+            records,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record to `results.jsonl`.
+    pub fn append(&mut self, record: &Value) -> Result<(), RunDirError> {
+        let path = self.path.join(RESULTS);
+        let mut line = serde_json::to_vec(record).expect("JSON values serialize");
+        line.push(b'\n');
+        self.results.write_all(&line).map_err(io(&path))?;
+        self.results.flush().map_err(io(&path))?;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.results.sync_data().map_err(io(&path))?;
+            self.last_sync = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Forces every appended record to disk.
+    pub fn sync(&mut self) -> Result<(), RunDirError> {
+        let path = self.path.join(RESULTS);
+        self.results.sync_data().map_err(io(&path))?;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
+
+    /// Writes `name` (pretty JSON) whole or not at all.
+    pub fn write_json(&self, name: &str, value: &impl Serialize) -> Result<(), RunDirError> {
+        write_atomically(&self.path.join(name), &to_pretty(value))
+    }
+
+    /// Writes `name` as JSON lines, whole or not at all.
+    pub fn write_lines<'a>(
+        &self,
+        name: &str,
+        values: impl IntoIterator<Item = &'a Value>,
+    ) -> Result<(), RunDirError> {
+        let mut text = Vec::new();
+        for value in values {
+            serde_json::to_writer(&mut text, value).expect("JSON values serialize");
+            text.push(b'\n');
+        }
+        write_atomically(&self.path.join(name), &text)
+    }
+
+    /// Replaces the manifest (its identity must not change).
+    pub fn update_manifest(&self, manifest: &Value) -> Result<(), RunDirError> {
+        write_atomically(&self.path.join(MANIFEST), &to_pretty(manifest))
+    }
+}
+
+fn to_pretty(value: &impl Serialize) -> Vec<u8> {
+    let mut text = serde_json::to_vec_pretty(value).expect("JSON values serialize");
+    text.push(b'\n');
+    text
+}
+
+fn compare_identity(path: &Path, existing: &Value, wanted: &Value) -> Result<(), RunDirError> {
+    if existing == wanted {
+        return Ok(());
+    }
+    let differ = |key: String, a: &Value, b: &Value| RunDirError::Different {
+        path: path.to_path_buf(),
+        key,
+        existing: a.to_string(),
+        wanted: b.to_string(),
+    };
+    if let (Some(a), Some(b)) = (existing.as_object(), wanted.as_object()) {
+        for key in a.keys().chain(b.keys()) {
+            let (x, y) = (
+                a.get(key).unwrap_or(&Value::Null),
+                b.get(key).unwrap_or(&Value::Null),
+            );
+            if x != y {
+                return Err(differ(key.clone(), x, y));
+            }
+        }
+    }
+    Err(differ("identity".into(), existing, wanted))
+}
+
+/// The complete records of `results.jsonl`. A torn last line (the writer was killed mid-line)
+/// is cut off so that appending continues cleanly; a bad line anywhere else is corruption.
+fn read_records(path: &Path) -> Result<Vec<Value>, RunDirError> {
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(path)(e)),
+    };
+    let mut records = Vec::new();
+    let mut good_len = 0u64;
+    let mut reader = BufReader::new(&mut file);
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        let read = reader.read_line(&mut line).map_err(io(path))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if !line.ends_with('\n') {
+            break; // torn by a kill: every record this process writes ends with a newline
+        }
+        match serde_json::from_str::<Value>(line.trim_end()) {
+            Ok(value) => {
+                records.push(value);
+                good_len += read as u64;
+            }
+            Err(e) => {
+                return Err(RunDirError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: number,
+                    message: format!("not a JSON record: {e}"),
+                })
+            }
+        }
+    }
+    drop(reader);
+    let len = file.seek(SeekFrom::End(0)).map_err(io(path))?;
+    if len != good_len {
+        file.set_len(good_len).map_err(io(path))?;
+    }
+    Ok(records)
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
+    let tmp = path.with_extension("tmp-write");
+    let mut file = File::create(&tmp).map_err(io(&tmp))?;
+    file.write_all(bytes).map_err(io(&tmp))?;
+    file.sync_all().map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn manifest(samples: &str) -> Value {
+        json!({"identity": {"benchmark": "bigcodebench", "samples": samples}, "started": 1})
+    }
+
+    #[test]
+    fn records_survive_a_reopen_and_a_torn_line_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        let opened = RunDir::open(&path, &manifest("a")).unwrap();
+        assert!(!opened.resumed);
+        let mut run = opened.dir;
+        run.append(&json!({"index": 0})).unwrap();
+        run.append(&json!({"index": 1})).unwrap();
+        drop(run);
+        // A kill in the middle of the next record.
+        let mut results = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path.join(RESULTS))
+            .unwrap();
+        results.write_all(b"{\"index\": 2, \"sta").unwrap();
+        drop(results);
+        let opened = RunDir::open(&path, &manifest("a")).unwrap();
+        assert!(opened.resumed);
+        assert_eq!(opened.records, [json!({"index": 0}), json!({"index": 1})]);
+        let mut run = opened.dir;
+        run.append(&json!({"index": 2})).unwrap();
+        drop(run);
+        let text = std::fs::read_to_string(path.join(RESULTS)).unwrap();
+        assert_eq!(text, "{\"index\":0}\n{\"index\":1}\n{\"index\":2}\n");
+    }
+
+    #[test]
+    fn a_different_evaluation_is_refused_and_a_busy_one_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        let first = RunDir::open(&path, &manifest("a")).unwrap();
+        assert!(matches!(
+            RunDir::open(&path, &manifest("a")),
+            Err(RunDirError::Busy { .. })
+        ));
+        drop(first);
+        let err = RunDir::open(&path, &manifest("b"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("samples: \"a\" there, \"b\" now"), "{err}");
+    }
+
+    #[test]
+    fn corruption_before_the_end_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        drop(RunDir::open(&path, &manifest("a")).unwrap());
+        std::fs::write(
+            path.join(RESULTS),
+            "{\"index\": 0}\ngarbage\n{\"index\": 2}\n",
+        )
+        .unwrap();
+        let err = RunDir::open(&path, &manifest("a"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("results.jsonl:2: not a JSON record"), "{err}");
+    }
+
+    #[test]
+    fn derived_files_are_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::open(dir.path(), &manifest("a")).unwrap().dir;
+        run.write_json("out.json", &json!({"k": [1, 2]})).unwrap();
+        run.write_lines("out.jsonl", &[json!(1), json!({"a": "b"})])
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(
+                &std::fs::read_to_string(dir.path().join("out.json")).unwrap()
+            )
+            .unwrap(),
+            json!({"k": [1, 2]})
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("out.jsonl")).unwrap(),
+            "1\n{\"a\":\"b\"}\n"
+        );
+        assert!(!dir.path().join("out.tmp-write").exists());
+    }
+}
