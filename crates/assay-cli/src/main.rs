@@ -2,6 +2,7 @@
 //! crates. No evaluation logic lives here.
 
 mod env_cmd;
+mod eval_cmd;
 mod sandbox_cmd;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,9 @@ enum Command {
     /// Manage the isolated Python environments evaluated code runs in.
     #[command(subcommand)]
     Env(env_cmd::EnvCommand),
+    /// Evaluate a model's samples: every sample run against its tests, the official verdicts
+    /// and result files, resumable.
+    Eval(eval_cmd::EvalArgs),
     /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
@@ -31,11 +35,8 @@ fn main() -> std::process::ExitCode {
     init_logging(cli.verbose);
     let result = match cli.command {
         Command::Env(cmd) => env_cmd::run(cmd).map(|()| 0),
-        Command::Sandbox(cmd) => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(anyhow::Error::from)
-            .and_then(|runtime| runtime.block_on(sandbox_cmd::run(cmd))),
+        Command::Eval(args) => block_on(eval_cmd::run(args)),
+        Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -44,6 +45,15 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+fn block_on<F: std::future::Future<Output = anyhow::Result<i32>>>(
+    future: F,
+) -> anyhow::Result<i32> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(future)
 }
 
 fn init_logging(verbose: u8) {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use assay_pyenv::{EnvStatus, Profile};
+use assay_pyenv::{EnvStatus, Environment, Profile};
 use assay_sandbox::{
     Engine, EngineConfig, InputFile, IsolationMode, Limits, ScriptJob, SessionSpec, Status,
     UnittestJob,
@@ -79,6 +79,9 @@ pub struct EngineArgs {
     /// Jobs at once (default: the number of CPUs).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Give evaluated code the host's network (off: a private network with loopback only).
+    #[arg(long)]
+    pub allow_network: bool,
 }
 
 #[derive(Args, Clone)]
@@ -107,6 +110,11 @@ impl LimitArgs {
 
 /// Starts an engine on the chosen profile, setting the environment up first if it isn't.
 pub async fn start_engine(args: &EngineArgs) -> Result<Engine> {
+    Ok(start_engine_in(args).await?.0)
+}
+
+/// [`start_engine`], also returning the environment it runs in.
+pub async fn start_engine_in(args: &EngineArgs) -> Result<(Engine, Environment)> {
     let env = args.select.locate()?;
     if !matches!(env.status(), EnvStatus::Complete(_)) {
         eprintln!(
@@ -132,7 +140,8 @@ pub async fn start_engine(args: &EngineArgs) -> Result<Engine> {
         config.concurrency = jobs;
         config.prefork = jobs;
     }
-    Ok(Engine::start(config).await?)
+    config.network = args.allow_network;
+    Ok((Engine::start(config).await?, env))
 }
 
 pub async fn run(cmd: SandboxCommand) -> Result<i32> {

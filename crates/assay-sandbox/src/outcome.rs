@@ -8,7 +8,7 @@ use crate::capture::Captured;
 use crate::isolation::IsolationLevel;
 
 /// The verdict of a job. Each comes with a human-readable reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Unittest: every test ran and passed (skips count as passes, as in the official

@@ -1,4 +1,5 @@
 //! BigCodeBench evaluation.
 
+pub mod run;
 pub mod samples;
 pub mod verdict;

@@ -1,0 +1,421 @@
+//! Evaluating a samples file: every sample a sandbox job, every verdict a record appended to
+//! the run directory as it finishes, and at the end the official files and a summary.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use assay_report::{RunDir, RunDirError};
+use assay_sandbox::{Engine, IsolationLevel, Limits, ScriptJob, Status, TestOutcome, UnittestJob};
+use assay_score::{pass_at_ks, TaskTally, DEFAULT_KS};
+use assay_tasks::bigcodebench::{Dataset, Split, Task};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::samples::{Sample, Samples};
+use super::verdict::{infra_cause, official, Details, Environment, InfraCause, Official};
+
+/// How samples are evaluated.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub split: Split,
+    /// Prefix every solution with the task's imports and a stub (the official default).
+    pub calibrated: bool,
+    /// Limits of every job (the wall-clock limit is the per-sample time limit).
+    pub limits: Limits,
+    /// Whether jobs have the network.
+    pub network: bool,
+}
+
+/// One sample's verdict, as `results.jsonl` stores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleResult {
+    /// The sample's position in the samples file.
+    pub index: usize,
+    pub task_id: String,
+    /// Digest of the program executed: a resumed run checks it against the samples.
+    pub program_digest: String,
+    /// assay's status (`infra` when the environment decided).
+    pub status: Status,
+    pub reason: String,
+    /// The official verdict; none for `infra`.
+    pub official: Option<Official>,
+    pub infra: Option<InfraCause>,
+    pub tests: Vec<TestOutcome>,
+    pub wall_seconds: f64,
+    pub cpu_seconds: Option<f64>,
+    pub memory_peak_bytes: Option<u64>,
+    pub isolation: IsolationLevel,
+}
+
+/// Hears about the evaluation as it goes (the CLI draws a progress bar).
+pub trait Progress: Send {
+    /// `total` samples, of which `done` were already evaluated by an earlier run.
+    fn start(&mut self, total: usize, done: usize);
+    fn finished(&mut self, result: &SampleResult);
+}
+
+/// What an evaluation came to.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// pass@k over the tasks that have a verdict (see `tasks_scored`).
+    pub pass_at_k: BTreeMap<String, f64>,
+    pub tasks_in_dataset: usize,
+    /// Tasks with at least one sample that got a verdict.
+    pub tasks_scored: usize,
+    /// Tasks without any sample in the file.
+    pub tasks_missing: Vec<String>,
+    pub samples: usize,
+    /// Samples per assay status.
+    pub statuses: BTreeMap<String, usize>,
+    /// Samples per official status.
+    pub official: BTreeMap<String, usize>,
+    /// Samples the environment decided, by task, with the cause.
+    pub infra: BTreeMap<String, String>,
+    /// The slowest samples: (task, seconds, status).
+    pub slowest: Vec<(String, f64, String)>,
+    pub wall_seconds: f64,
+}
+
+/// The program a sample runs and its digest.
+fn program(sample: &Sample, task: &Task, options: &Options) -> (String, String) {
+    let program = sample.program(task, options.calibrated);
+    let digest = blake3::hash(program.as_bytes()).to_hex()[..16].to_string();
+    (program, digest)
+}
+
+/// Top-level modules the tasks declare that the sandbox's environment cannot import.
+pub async fn missing_modules(
+    engine: &Engine,
+    dataset: &Dataset,
+) -> Result<BTreeSet<String>, String> {
+    let libs: BTreeSet<&str> = dataset
+        .tasks
+        .iter()
+        .flat_map(|t| t.libs.iter().map(String::as_str))
+        .collect();
+    let code = format!(
+        "import importlib.util, json\nprint(json.dumps([m for m in {libs:?} if importlib.util.find_spec(m) is None]))\n",
+        libs = libs.iter().collect::<Vec<_>>()
+    );
+    let mut job = ScriptJob::new(code);
+    job.collect_files = false;
+    let outcome = engine.run_script(job).await;
+    if outcome.status != Status::Pass {
+        return Err(format!(
+            "probing the environment's libraries failed: {} {}",
+            outcome.reason, outcome.stderr.text
+        ));
+    }
+    serde_json::from_str(outcome.stdout.text.trim()).map_err(|e| {
+        format!(
+            "unexpected library probe output ({e}): {}",
+            outcome.stdout.text
+        )
+    })
+}
+
+/// One evaluation: samples of a dataset, run on an engine.
+pub struct Evaluation<'a> {
+    pub engine: &'a Engine,
+    pub dataset: &'a Dataset,
+    pub samples: &'a Samples,
+    pub options: &'a Options,
+    pub environment: &'a Environment,
+}
+
+impl Evaluation<'_> {
+    /// Evaluates the samples not yet in `records`, appending each verdict to `run` as it
+    /// finishes, then writes `eval_results.json` and `pass_at_k.json`.
+    pub async fn run(
+        &self,
+        run: &mut RunDir,
+        records: Vec<Value>,
+        progress: &mut dyn Progress,
+    ) -> Result<Summary, String> {
+        let Evaluation {
+            engine,
+            dataset,
+            samples,
+            options,
+            environment,
+        } = *self;
+        let started = std::time::Instant::now();
+        let tasks: HashMap<&str, &Task> = dataset
+            .tasks
+            .iter()
+            .map(|t| (t.task_id.as_str(), t))
+            .collect();
+        let mut results: BTreeMap<usize, SampleResult> = BTreeMap::new();
+        for record in records {
+            let result: SampleResult = serde_json::from_value(record).map_err(|e| {
+                format!(
+                    "{}: a record is not a sample result: {e}",
+                    run.path().display()
+                )
+            })?;
+            let Some(sample) = samples.samples.get(result.index) else {
+                return Err(format!(
+                    "{}: a record for sample {} but the samples file has {}",
+                    run.path().display(),
+                    result.index,
+                    samples.samples.len()
+                ));
+            };
+            let (_, digest) = program(sample, tasks[sample.task_id.as_str()], options);
+            if digest != result.program_digest || sample.task_id != result.task_id {
+                return Err(format!(
+                    "{}: the record of sample {} does not match the samples file",
+                    run.path().display(),
+                    result.index
+                ));
+            }
+            results.insert(result.index, result);
+        }
+        let pending: Vec<&Sample> = samples
+            .samples
+            .iter()
+            .filter(|s| !results.contains_key(&s.index))
+            .collect();
+        progress.start(samples.samples.len(), results.len());
+
+        let (tx, mut rx) = mpsc::unbounded_channel::<SampleResult>();
+        for sample in pending {
+            let task = tasks[sample.task_id.as_str()];
+            let (code, digest) = program(sample, task, options);
+            let mut job = UnittestJob::new(code, task.test.clone());
+            job.limits = Some(options.limits.clone());
+            let engine = engine.clone();
+            let environment = environment.clone();
+            let (index, task_id) = (sample.index, sample.task_id.clone());
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let outcome = engine.run_unittest(job).await;
+                let infra = infra_cause(&outcome, &environment);
+                let result = SampleResult {
+                    index,
+                    task_id,
+                    program_digest: digest,
+                    status: if infra.is_some() {
+                        Status::Infra
+                    } else {
+                        outcome.status
+                    },
+                    reason: infra
+                        .as_ref()
+                        .map_or_else(|| outcome.reason.clone(), |c| c.to_string()),
+                    official: if infra.is_some() {
+                        None
+                    } else {
+                        official(&outcome)
+                    },
+                    infra,
+                    tests: outcome.tests,
+                    wall_seconds: outcome.usage.wall.as_secs_f64(),
+                    cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
+                    memory_peak_bytes: outcome.usage.memory_peak_bytes,
+                    isolation: outcome.isolation,
+                };
+                let _ = tx.send(result);
+            });
+        }
+        drop(tx);
+        while let Some(result) = rx.recv().await {
+            run.append(&serde_json::to_value(&result).expect("results serialize"))
+                .map_err(|e: RunDirError| e.to_string())?;
+            progress.finished(&result);
+            results.insert(result.index, result);
+        }
+        run.sync().map_err(|e| e.to_string())?;
+        write_files(dataset, samples, options, run, &results)?;
+        Ok(summarize(dataset, &results, started.elapsed()))
+    }
+}
+
+/// `eval_results.json` (official shape: the executed program, status and details of every
+/// sample with a verdict, by task in task order, samples in file order) and `pass_at_k.json`.
+fn write_files(
+    dataset: &Dataset,
+    samples: &Samples,
+    options: &Options,
+    run: &RunDir,
+    results: &BTreeMap<usize, SampleResult>,
+) -> Result<(), String> {
+    let tasks: HashMap<&str, &Task> = dataset
+        .tasks
+        .iter()
+        .map(|t| (t.task_id.as_str(), t))
+        .collect();
+    let mut eval: BTreeMap<u32, (String, Vec<Value>)> = BTreeMap::new();
+    for sample in &samples.samples {
+        let Some(result) = results.get(&sample.index) else {
+            continue;
+        };
+        let Some(verdict) = &result.official else {
+            continue;
+        };
+        let task = tasks[sample.task_id.as_str()];
+        let (code, _) = program(sample, task, options);
+        let entry = json!({
+            "task_id": sample.task_id,
+            "solution": code,
+            "status": verdict.status,
+            "details": serde_json::to_value(Details(&verdict.details)).expect("details serialize"),
+        });
+        eval.entry(task.number())
+            .or_insert_with(|| (sample.task_id.clone(), Vec::new()))
+            .1
+            .push(entry);
+    }
+    let mut by_task = serde_json::Map::new();
+    for (_, (task_id, entries)) in eval {
+        by_task.insert(task_id, Value::Array(entries));
+    }
+    let manifest: Value = std::fs::read_to_string(run.path().join(assay_report::MANIFEST))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let date = manifest["started_at"]
+        .as_u64()
+        .map_or_else(String::new, format_minute);
+    run.write_json("eval_results.json", &json!({"date": date, "eval": by_task}))
+        .map_err(|e| e.to_string())?;
+    let scores = scores(results);
+    let mut pass_at_k = serde_json::Map::new();
+    for (k, value) in &scores {
+        pass_at_k.insert(format!("pass@{k}"), json!(value));
+    }
+    pass_at_k.insert("model".into(), json!(model_name(&samples.path)));
+    pass_at_k.insert("split".into(), json!(options.split.as_str()));
+    pass_at_k.insert("subset".into(), json!(dataset.subset.as_str()));
+    pass_at_k.insert("calibrated".into(), json!(options.calibrated));
+    run.write_json("pass_at_k.json", &Value::Object(pass_at_k))
+        .map_err(|e| e.to_string())
+}
+
+/// pass@k over the tasks with at least one verdict (infra samples don't count either way).
+fn scores(results: &BTreeMap<usize, SampleResult>) -> BTreeMap<u64, f64> {
+    let mut tallies: BTreeMap<&str, TaskTally> = BTreeMap::new();
+    for result in results.values() {
+        if let Some(verdict) = &result.official {
+            let tally = tallies.entry(result.task_id.as_str()).or_insert(TaskTally {
+                samples: 0,
+                passed: 0,
+            });
+            tally.samples += 1;
+            tally.passed += u64::from(verdict.passed());
+        }
+    }
+    pass_at_ks(&tallies.into_values().collect::<Vec<_>>(), DEFAULT_KS)
+}
+
+fn summarize(
+    dataset: &Dataset,
+    results: &BTreeMap<usize, SampleResult>,
+    wall: Duration,
+) -> Summary {
+    let mut statuses = BTreeMap::new();
+    let mut officials = BTreeMap::new();
+    let mut infra = BTreeMap::new();
+    let mut scored = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    for result in results.values() {
+        seen.insert(result.task_id.as_str());
+        *statuses.entry(result.status.to_string()).or_insert(0) += 1;
+        match &result.official {
+            Some(verdict) => {
+                scored.insert(result.task_id.as_str());
+                *officials.entry(verdict.status.clone()).or_insert(0) += 1;
+            }
+            None => {
+                infra.insert(result.task_id.clone(), result.reason.clone());
+            }
+        }
+    }
+    let mut slowest: Vec<(String, f64, String)> = results
+        .values()
+        .map(|r| (r.task_id.clone(), r.wall_seconds, r.status.to_string()))
+        .collect();
+    slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+    slowest.truncate(10);
+    Summary {
+        pass_at_k: scores(results)
+            .into_iter()
+            .map(|(k, v)| (format!("pass@{k}"), v))
+            .collect(),
+        tasks_in_dataset: dataset.tasks.len(),
+        tasks_scored: scored.len(),
+        tasks_missing: dataset
+            .tasks
+            .iter()
+            .filter(|t| !seen.contains(t.task_id.as_str()))
+            .map(|t| t.task_id.clone())
+            .collect(),
+        samples: results.len(),
+        statuses,
+        official: officials,
+        infra,
+        slowest,
+        wall_seconds: wall.as_secs_f64(),
+    }
+}
+
+/// The official harness's model name: the samples file's name up to `--bigcodebench-`.
+pub fn model_name(samples: &std::path::Path) -> String {
+    let name = samples
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
+    stem.split("--bigcodebench-")
+        .next()
+        .unwrap_or(stem)
+        .to_string()
+}
+
+/// Unix seconds now.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `YYYY-MM-DD HH:MM` (UTC), the official results' date format.
+fn format_minute(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let minutes = unix % 86_400 / 60;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        minutes / 60,
+        minutes % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn official_dates_and_model_names() {
+        assert_eq!(format_minute(0), "1970-01-01 00:00");
+        assert_eq!(format_minute(1_735_095_060), "2024-12-25 02:51");
+        assert_eq!(format_minute(951_782_400), "2000-02-29 00:00");
+        assert_eq!(
+            model_name(std::path::Path::new(
+                "/x/checkpoint-200--main--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated.jsonl"
+            )),
+            "checkpoint-200--main"
+        );
+        assert_eq!(model_name(std::path::Path::new("samples.jsonl")), "samples");
+    }
+}
