@@ -1,0 +1,342 @@
+//! `assay eval` as a user runs it: real samples of real BigCodeBench tasks (those the small
+//! `test` environment can run), official files, infra, resume after `kill -9`, bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use assay_tasks::bigcodebench::{Dataset, Subset, Task};
+use serde_json::{json, Value};
+
+fn assay(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run assay")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn task(number: u32) -> Task {
+    Dataset::embedded("v0.1.4", Subset::Full)
+        .unwrap()
+        .get(&format!("BigCodeBench/{number}"))
+        .unwrap()
+        .clone()
+}
+
+/// A task the `test` environment cannot run: it needs scipy.
+fn scipy_task() -> Task {
+    Dataset::embedded("v0.1.4", Subset::Full)
+        .unwrap()
+        .tasks
+        .into_iter()
+        .find(|t| t.libs.iter().any(|l| l == "scipy"))
+        .unwrap()
+}
+
+fn canonical(task: &Task) -> Value {
+    json!({"task_id": task.task_id, "solution": task.reference_solution()})
+}
+
+fn write_samples(dir: &Path, samples: &[Value]) -> PathBuf {
+    let path = dir.join("model--bigcodebench-complete--x.jsonl");
+    let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];
+
+#[test]
+fn evaluates_into_the_official_files_with_infra_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = task(5);
+    let looping = task(6);
+    let missing = scipy_task();
+    let mut samples: Vec<Value> = [1, 2, 3, 4].map(|n| canonical(&task(n))).to_vec();
+    samples.push(json!({"task_id": wrong.task_id, "solution": format!("{}\n    return None\n", wrong.complete_prompt)}));
+    samples.push(json!({"task_id": looping.task_id, "solution": format!("{}\n    while True:\n        pass\n", looping.complete_prompt)}));
+    samples.push(canonical(&missing));
+    write_samples(dir.path(), &samples);
+    let tasks = format!(
+        "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/5,BigCodeBench/6,{}",
+        missing.task_id
+    );
+    let out = assay(
+        &[
+            &[
+                "eval",
+                "bigcodebench",
+                "--samples",
+                "model--bigcodebench-complete--x.jsonl",
+                "--tasks",
+                &tasks,
+                "--timeout",
+                "3",
+                "--out",
+                "run",
+                "--json",
+            ][..],
+            COMMON,
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["samples"], 7);
+    assert_eq!(summary["tasks_scored"], 6);
+    assert_eq!(
+        summary["official"],
+        json!({"fail": 1, "pass": 4, "timeout": 1})
+    );
+    assert!((summary["pass_at_k"]["pass@1"].as_f64().unwrap() - 4.0 / 6.0).abs() < 1e-12);
+    let infra = summary["infra"][&missing.task_id].as_str().unwrap();
+    assert!(infra.contains("scipy"), "{infra}");
+
+    let run = dir.path().join("run");
+    let results = read_json(&run.join("eval_results.json"));
+    assert!(results["date"].as_str().unwrap().len() == 16);
+    let eval = results["eval"].as_object().unwrap();
+    let keys: Vec<&str> = eval.keys().map(String::as_str).collect();
+    assert_eq!(keys.len(), 6);
+    assert!(!keys.contains(&missing.task_id.as_str()));
+    let entry = &eval["BigCodeBench/5"][0];
+    assert_eq!(entry["status"], "fail");
+    assert!(entry["solution"]
+        .as_str()
+        .unwrap()
+        .starts_with(&wrong.code_prompt));
+    assert!(!entry["details"].as_object().unwrap().is_empty());
+    assert_eq!(eval["BigCodeBench/6"][0]["status"], "timeout");
+    assert_eq!(eval["BigCodeBench/6"][0]["details"], json!({}));
+    assert_eq!(eval["BigCodeBench/1"][0]["details"], json!({}));
+    let pass_at_k = read_json(&run.join("pass_at_k.json"));
+    assert_eq!(pass_at_k["model"], "model");
+    assert_eq!(
+        (pass_at_k["split"].as_str(), pass_at_k["subset"].as_str()),
+        (Some("complete"), Some("full"))
+    );
+    assert_eq!(pass_at_k["calibrated"], true);
+    let lines = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 7);
+    let manifest = read_json(&run.join("manifest.json"));
+    assert_eq!(manifest["identity"]["benchmark"], "bigcodebench");
+    assert_eq!(manifest["isolation"]["level"], "full");
+    assert_eq!(
+        std::fs::read_to_string(run.join("samples.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        7
+    );
+
+    // The same command again recomputes nothing.
+    let started = Instant::now();
+    let again = assay(
+        &[
+            &[
+                "eval",
+                "bigcodebench",
+                "--samples",
+                "model--bigcodebench-complete--x.jsonl",
+                "--tasks",
+                &tasks,
+                "--timeout",
+                "3",
+                "--out",
+                "run",
+                "--json",
+            ][..],
+            COMMON,
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert!(again.status.success());
+    assert!(
+        text(&again.stderr).contains("7 samples already evaluated"),
+        "{}",
+        text(&again.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("results.jsonl")).unwrap(),
+        lines
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+#[test]
+fn a_run_killed_with_sigkill_resumes_to_the_files_of_a_clean_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ten samples of one second each, one at a time: plenty of time to kill the run.
+    let slow: Vec<Value> = (1..=10)
+        .map(|n| {
+            let t = task(n);
+            let solution = format!("import time\n{}\n", t.reference_solution())
+                .replace("def task_func(", "def _task_func(")
+                + "\ndef task_func(*a, **k):\n    time.sleep(0.25)\n    return _task_func(*a, **k)\n";
+            json!({"task_id": t.task_id, "solution": solution})
+        })
+        .collect();
+    let ids: Vec<String> = (1..=10).map(|n| format!("BigCodeBench/{n}")).collect();
+    let tasks = ids.join(",");
+    write_samples(dir.path(), &slow);
+    let args = |out: &str| -> Vec<String> {
+        [
+            "eval",
+            "bigcodebench",
+            "--samples",
+            "model--bigcodebench-complete--x.jsonl",
+            "--tasks",
+            &tasks,
+            "--out",
+            out,
+            "--profile",
+            "test",
+            "--jobs",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args("killed"))
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let results = dir.path().join("killed/results.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let done = std::fs::read_to_string(&results)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if done >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run never got going");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let partial = std::fs::read_to_string(&results).unwrap().lines().count();
+    assert!(
+        partial < 10,
+        "killed too late to test anything ({partial} done)"
+    );
+
+    let resumed = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args("killed"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", text(&resumed.stderr));
+    assert!(
+        text(&resumed.stderr).contains("resuming"),
+        "{}",
+        text(&resumed.stderr)
+    );
+    let clean = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args("clean"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(clean.status.success(), "{}", text(&clean.stderr));
+
+    let records = std::fs::read_to_string(&results).unwrap();
+    let mut indices: Vec<u64> = records
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["index"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    indices.sort();
+    assert_eq!(
+        indices,
+        (0..10).collect::<Vec<_>>(),
+        "each sample exactly once"
+    );
+    let without_date = |path: PathBuf| {
+        let mut value = read_json(&path);
+        value.as_object_mut().unwrap().remove("date");
+        value
+    };
+    assert_eq!(
+        without_date(dir.path().join("killed/eval_results.json")),
+        without_date(dir.path().join("clean/eval_results.json"))
+    );
+    assert_eq!(
+        read_json(&dir.path().join("killed/pass_at_k.json")),
+        read_json(&dir.path().join("clean/pass_at_k.json"))
+    );
+    assert_eq!(
+        read_json(&dir.path().join("clean/pass_at_k.json"))["pass@1"],
+        1.0
+    );
+}
+
+#[test]
+fn bad_input_is_refused_with_where_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |samples: &str, extra: &[&str]| {
+        let out = assay(
+            &[
+                &[
+                    "eval",
+                    "bigcodebench-hard",
+                    "--samples",
+                    samples,
+                    "--profile",
+                    "test",
+                ][..],
+                extra,
+            ]
+            .concat(),
+            dir.path(),
+        );
+        assert!(!out.status.success(), "accepted {samples}");
+        text(&out.stderr)
+    };
+    std::fs::write(
+        dir.path().join("broken.jsonl"),
+        "{\"task_id\": \"BigCodeBench/13\", \"solution\": \"x\"}\n{oops\n",
+    )
+    .unwrap();
+    let err = run("broken.jsonl", &[]);
+    assert!(err.contains("broken.jsonl:2: not valid JSON"), "{err}");
+    std::fs::write(
+        dir.path().join("unknown.jsonl"),
+        "{\"task_id\": \"BigCodeBench/99999\", \"solution\": \"x\"}\n",
+    )
+    .unwrap();
+    let err = run("unknown.jsonl", &[]);
+    assert!(
+        err.contains("unknown.jsonl:1") && err.contains("task_id"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("empty.jsonl"), "\n").unwrap();
+    assert!(run("empty.jsonl", &[]).contains("empty.jsonl: it holds no samples"));
+    std::fs::write(
+        dir.path().join("nofield.jsonl"),
+        "{\"task_id\": \"BigCodeBench/13\"}\n",
+    )
+    .unwrap();
+    assert!(run("nofield.jsonl", &[]).contains("nofield.jsonl:1: needs a `solution`"));
+    let err = run("broken.jsonl", &["--tasks", "BigCodeBench/0"]);
+    assert!(err.contains("no task `BigCodeBench/0`"), "{err}");
+    let err = run("broken.jsonl", &["--timeout", "0"]);
+    assert!(err.contains("--timeout"), "{err}");
+}
