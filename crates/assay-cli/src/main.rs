@@ -1,6 +1,8 @@
 //! The `assay` command line: argument parsing, progress display, and wiring of the library
 //! crates. No evaluation logic lives here.
 
+mod bigcodebench_args;
+mod check_cmd;
 mod env_cmd;
 mod eval_cmd;
 mod sandbox_cmd;
@@ -19,6 +21,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the reference solutions: which tasks this environment can pass at all, and why
+    /// the others fail (the official ground-truth check). Results are cached.
+    Check(check_cmd::CheckArgs),
     /// Manage the isolated Python environments evaluated code runs in.
     #[command(subcommand)]
     Env(env_cmd::EnvCommand),
@@ -34,6 +39,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
+        Command::Check(args) => block_on(check_cmd::run(args)),
         Command::Env(cmd) => env_cmd::run(cmd).map(|()| 0),
         Command::Eval(args) => block_on(eval_cmd::run(args)),
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),

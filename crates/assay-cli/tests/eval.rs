@@ -126,6 +126,9 @@ fn evaluates_into_the_official_files_with_infra_apart() {
         (Some("complete"), Some("full"))
     );
     assert_eq!(pass_at_k["calibrated"], true);
+    // The reference solutions ran on the way: only the one needing scipy fails here.
+    assert!((pass_at_k["gt_pass_rate"].as_f64().unwrap() - 6.0 / 7.0).abs() < 1e-12);
+    assert_eq!(pass_at_k["failed_tasks"], json!([missing.task_id]));
     let lines = std::fs::read_to_string(run.join("results.jsonl")).unwrap();
     assert_eq!(lines.lines().count(), 7);
     let manifest = read_json(&run.join("manifest.json"));
@@ -286,6 +289,72 @@ fn a_run_killed_with_sigkill_resumes_to_the_files_of_a_clean_run() {
         read_json(&dir.path().join("clean/pass_at_k.json"))["pass@1"],
         1.0
     );
+}
+
+#[test]
+fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth() {
+    let dir = tempfile::tempdir().unwrap();
+    let hung = task(7);
+    let missing = scipy_task();
+    write_samples(
+        dir.path(),
+        &[
+            json!({"task_id": hung.task_id, "solution": format!("{}\n    while True:\n        pass\n", hung.complete_prompt)}),
+        ],
+    );
+    let tasks = format!("{},{}", hung.task_id, missing.task_id);
+    let out = assay(
+        &[
+            &["check", "bigcodebench", "--tasks", &tasks, "--out", "gt"][..],
+            COMMON,
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    assert!(said.contains("0.5000 of 2 tasks"), "{said}");
+    assert!(
+        said.contains(&format!("{}: infra: module `scipy`", missing.task_id)),
+        "{said}"
+    );
+    let pass_at_k = read_json(&dir.path().join("gt/pass_at_k.json"));
+    assert_eq!(pass_at_k["gt_pass_rate"], 0.5);
+    assert_eq!(pass_at_k["failed_tasks"], json!([missing.task_id]));
+
+    let started = Instant::now();
+    let out = assay(
+        &[
+            &[
+                "eval",
+                "bigcodebench",
+                "--samples",
+                "model--bigcodebench-complete--x.jsonl",
+                "--tasks",
+                &hung.task_id,
+                "--out",
+                "run",
+                "--json",
+            ][..],
+            COMMON,
+        ]
+        .concat(),
+        dir.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["official"], json!({"timeout": 1}));
+    assert_eq!(summary["time_policy"]["budget"]["floor_seconds"], 10.0);
+    let record: Value = serde_json::from_str(
+        std::fs::read_to_string(dir.path().join("run/results.jsonl"))
+            .unwrap()
+            .trim(),
+    )
+    .unwrap();
+    let wall = record["wall_seconds"].as_f64().unwrap();
+    // The task's reference takes well under 2 s, so the sample gets the 10 s floor.
+    assert!((10.0..20.0).contains(&wall), "{wall}");
+    assert!(started.elapsed() < Duration::from_secs(120));
 }
 
 #[test]

@@ -24,6 +24,8 @@ pub const MANIFEST: &str = "manifest.json";
 pub const RESULTS: &str = "results.jsonl";
 const LOCK: &str = ".lock";
 const SYNC_EVERY: Duration = Duration::from_secs(1);
+/// How long a shared directory's user waits for another's brief hold of the lock.
+const SHARED_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
@@ -60,12 +62,13 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
     }
 }
 
-/// An open run directory, locked for this process.
+/// An open run directory.
 pub struct RunDir {
     path: PathBuf,
     results: File,
     last_sync: Instant,
-    _lock: File,
+    lock: File,
+    shared: bool,
 }
 
 /// A run directory as found: the records already there (none for a new run).
@@ -79,16 +82,37 @@ pub struct Opened {
 impl RunDir {
     /// Creates the run directory for `manifest`, or resumes the one at `path` if its manifest
     /// has the same `identity` object (the settings that decide results). A manifest with a
-    /// different identity is an error naming the first difference.
+    /// different identity is an error naming the first difference. The directory stays
+    /// locked for this process until the `RunDir` is dropped.
     pub fn open(path: &Path, manifest: &Value) -> Result<Opened, RunDirError> {
-        std::fs::create_dir_all(path).map_err(io(path))?;
-        let lock_path = path.join(LOCK);
-        let lock = File::create(&lock_path).map_err(io(&lock_path))?;
+        let lock = lock_file(path)?;
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
             |_| RunDirError::Busy {
                 path: path.to_path_buf(),
             },
         )?;
+        Self::open_locked(path, manifest, lock, false)
+    }
+
+    /// [`RunDir::open`] for a directory many processes feed at once (a cache of results
+    /// any evaluation may add to): the lock is held only while reading and while appending
+    /// a record. Two processes may append the same item; readers keep the last.
+    pub fn open_shared(path: &Path, manifest: &Value) -> Result<Opened, RunDirError> {
+        let lock = lock_file(path)?;
+        lock_briefly(path, &lock)?;
+        let opened = Self::open_locked(path, manifest, lock, true);
+        if let Ok(opened) = &opened {
+            unlock(&opened.dir.lock);
+        }
+        opened
+    }
+
+    fn open_locked(
+        path: &Path,
+        manifest: &Value,
+        lock: File,
+        shared: bool,
+    ) -> Result<Opened, RunDirError> {
         let manifest_path = path.join(MANIFEST);
         let existing =
             match std::fs::read_to_string(&manifest_path) {
@@ -116,6 +140,7 @@ impl RunDir {
         let results = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
+            .read(true)
             .open(&results_path)
             .map_err(io(&results_path))?;
         Ok(Opened {
@@ -124,7 +149,8 @@ impl RunDir {
                 path: path.to_path_buf(),
                 results,
                 last_sync: Instant::now(),
-                _lock: lock,
+                lock,
+                shared,
             },
             records,
         })
@@ -139,8 +165,19 @@ impl RunDir {
         let path = self.path.join(RESULTS);
         let mut line = serde_json::to_vec(record).expect("JSON values serialize");
         line.push(b'\n');
-        self.results.write_all(&line).map_err(io(&path))?;
-        self.results.flush().map_err(io(&path))?;
+        if self.shared {
+            lock_briefly(&self.path, &self.lock)?;
+            // A process killed mid-record left a torn line: cut it before adding ours.
+            let written = cut_torn_tail(&self.results).and_then(|()| {
+                self.results.write_all(&line)?;
+                self.results.flush()
+            });
+            unlock(&self.lock);
+            written.map_err(io(&path))?;
+        } else {
+            self.results.write_all(&line).map_err(io(&path))?;
+            self.results.flush().map_err(io(&path))?;
+        }
         if self.last_sync.elapsed() >= SYNC_EVERY {
             self.results.sync_data().map_err(io(&path))?;
             self.last_sync = Instant::now();
@@ -179,6 +216,57 @@ impl RunDir {
     pub fn update_manifest(&self, manifest: &Value) -> Result<(), RunDirError> {
         write_atomically(&self.path.join(MANIFEST), &to_pretty(manifest))
     }
+}
+
+fn lock_file(path: &Path) -> Result<File, RunDirError> {
+    std::fs::create_dir_all(path).map_err(io(path))?;
+    let lock_path = path.join(LOCK);
+    File::create(&lock_path).map_err(io(&lock_path))
+}
+
+/// Takes a shared directory's lock, waiting a bounded time for another process's brief hold.
+fn lock_briefly(path: &Path, lock: &File) -> Result<(), RunDirError> {
+    let deadline = Instant::now() + SHARED_LOCK_WAIT;
+    loop {
+        match rustix::fs::flock(lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => {
+                return Err(RunDirError::Busy {
+                    path: path.to_path_buf(),
+                })
+            }
+        }
+    }
+}
+
+fn unlock(lock: &File) {
+    let _ = rustix::fs::flock(lock, rustix::fs::FlockOperation::Unlock);
+}
+
+/// Truncates `file` after its last newline.
+fn cut_torn_tail(mut file: &File) -> std::io::Result<()> {
+    let len = file.seek(SeekFrom::End(0))?;
+    if len == 0 {
+        return Ok(());
+    }
+    let mut keep = len;
+    let mut chunk = [0u8; 4096];
+    while keep > 0 {
+        let start = keep.saturating_sub(chunk.len() as u64);
+        let part = &mut chunk[..(keep - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        std::io::Read::read_exact(&mut file, part)?;
+        if let Some(at) = part.iter().rposition(|&b| b == b'\n') {
+            keep = start + at as u64 + 1;
+            break;
+        }
+        keep = start;
+    }
+    if keep != len {
+        file.set_len(keep)?;
+    }
+    Ok(())
 }
 
 fn to_pretty(value: &impl Serialize) -> Vec<u8> {
@@ -319,6 +407,37 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("samples: \"a\" there, \"b\" now"), "{err}");
+    }
+
+    #[test]
+    fn a_shared_directory_takes_records_from_many_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cache");
+        let mut one = RunDir::open_shared(&path, &manifest("a")).unwrap().dir;
+        let mut two = RunDir::open_shared(&path, &manifest("a")).unwrap().dir;
+        one.append(&json!({"index": 0})).unwrap();
+        two.append(&json!({"index": 1})).unwrap();
+        // A writer killed mid-record: the next append cuts the torn line.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path.join(RESULTS))
+            .unwrap()
+            .write_all(b"{\"index\": 9, \"sta")
+            .unwrap();
+        one.append(&json!({"index": 2})).unwrap();
+        assert!(matches!(
+            RunDir::open_shared(&path, &manifest("b")),
+            Err(RunDirError::Different { .. })
+        ));
+        let reopened = RunDir::open_shared(&path, &manifest("a")).unwrap();
+        assert_eq!(
+            reopened.records,
+            [
+                json!({"index": 0}),
+                json!({"index": 1}),
+                json!({"index": 2})
+            ]
+        );
     }
 
     #[test]

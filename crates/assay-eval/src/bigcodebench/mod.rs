@@ -1,5 +1,6 @@
 //! BigCodeBench evaluation.
 
+pub mod ground_truth;
 pub mod run;
 pub mod samples;
 pub mod verdict;

@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use assay_report::{RunDir, RunDirError};
 use assay_sandbox::{Engine, IsolationLevel, Limits, ScriptJob, Status, TestOutcome, UnittestJob};
+
+use super::ground_truth::{GroundTruthSummary, ReferenceResult, References};
 use assay_score::{pass_at_ks, TaskTally, DEFAULT_KS};
 use assay_tasks::bigcodebench::{Dataset, Split, Task};
 use serde::{Deserialize, Serialize};
@@ -21,10 +23,57 @@ pub struct Options {
     pub split: Split,
     /// Prefix every solution with the task's imports and a stub (the official default).
     pub calibrated: bool,
-    /// Limits of every job (the wall-clock limit is the per-sample time limit).
+    /// Limits of every job; the wall-clock and CPU limits come from `time`.
     pub limits: Limits,
+    /// Each task's time limit.
+    pub time: TimePolicy,
     /// Whether jobs have the network.
     pub network: bool,
+}
+
+/// The main-thread stack every job gets: the official harness sets 10 MiB.
+pub const STACK_BYTES: u64 = 10 << 20;
+
+/// How long a sample may run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimePolicy {
+    /// The same limit for every task (`--timeout`; the official harness waits 240 s).
+    Fixed { seconds: f64 },
+    /// A budget per task from how long its reference solution takes here: `factor` times
+    /// that, at least `floor_seconds`, at most `cap_seconds`. Tasks whose reference does not
+    /// pass get the cap.
+    Budget {
+        floor_seconds: f64,
+        factor: f64,
+        cap_seconds: f64,
+    },
+}
+
+impl TimePolicy {
+    /// assay's default: measured on the official runs (docs/parity.md), it changes no verdict
+    /// there while ending hung samples minutes sooner.
+    pub const DEFAULT: TimePolicy = TimePolicy::Budget {
+        floor_seconds: 10.0,
+        factor: 5.0,
+        cap_seconds: 240.0,
+    };
+
+    /// The limit of a task whose reference run is `reference` (none: not measured).
+    pub fn limit(&self, reference: Option<&ReferenceResult>) -> Duration {
+        let seconds = match *self {
+            TimePolicy::Fixed { seconds } => seconds,
+            TimePolicy::Budget {
+                floor_seconds,
+                factor,
+                cap_seconds,
+            } => match reference {
+                Some(r) if r.passed() => (r.seconds * factor).clamp(floor_seconds, cap_seconds),
+                _ => cap_seconds,
+            },
+        };
+        Duration::from_secs_f64(seconds)
+    }
 }
 
 /// One sample's verdict, as `results.jsonl` stores it.
@@ -50,9 +99,11 @@ pub struct SampleResult {
 
 /// Hears about the evaluation as it goes (the CLI draws a progress bar).
 pub trait Progress: Send {
-    /// `total` samples, of which `done` were already evaluated by an earlier run.
-    fn start(&mut self, total: usize, done: usize);
+    /// `samples` samples, of which `done` were evaluated by an earlier run, and `references`
+    /// reference solutions to run on the way.
+    fn start(&mut self, samples: usize, done: usize, references: usize);
     fn finished(&mut self, result: &SampleResult);
+    fn reference_finished(&mut self, result: &SampleResult);
 }
 
 /// What an evaluation came to.
@@ -74,14 +125,92 @@ pub struct Summary {
     pub infra: BTreeMap<String, String>,
     /// The slowest samples: (task, seconds, status).
     pub slowest: Vec<(String, f64, String)>,
+    pub ground_truth: GroundTruthSummary,
+    pub time_policy: TimePolicy,
     pub wall_seconds: f64,
+}
+
+/// A short digest of a program: records name what they executed.
+pub(crate) fn digest(program: &str) -> String {
+    blake3::hash(program.as_bytes()).to_hex()[..16].to_string()
 }
 
 /// The program a sample runs and its digest.
 fn program(sample: &Sample, task: &Task, options: &Options) -> (String, String) {
     let program = sample.program(task, options.calibrated);
-    let digest = blake3::hash(program.as_bytes()).to_hex()[..16].to_string();
+    let digest = digest(&program);
     (program, digest)
+}
+
+/// One program to judge against its task's tests.
+pub(crate) struct Job {
+    pub index: usize,
+    pub task_id: String,
+    pub program: String,
+    pub digest: String,
+    pub test: String,
+    pub limits: Limits,
+}
+
+/// What a spawned job reports back.
+pub(crate) enum Finished {
+    Sample(SampleResult),
+    Reference(SampleResult),
+}
+
+/// Runs one job and turns its outcome into a verdict.
+pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) -> SampleResult {
+    let mut unittest = UnittestJob::new(job.program, job.test);
+    unittest.limits = Some(job.limits);
+    let outcome = engine.run_unittest(unittest).await;
+    let infra = infra_cause(&outcome, environment);
+    SampleResult {
+        index: job.index,
+        task_id: job.task_id,
+        program_digest: job.digest,
+        status: if infra.is_some() {
+            Status::Infra
+        } else {
+            outcome.status
+        },
+        reason: infra
+            .as_ref()
+            .map_or_else(|| outcome.reason.clone(), |c| c.to_string()),
+        official: if infra.is_some() {
+            None
+        } else {
+            official(&outcome)
+        },
+        infra,
+        tests: outcome.tests,
+        wall_seconds: outcome.usage.wall.as_secs_f64(),
+        cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
+        memory_peak_bytes: outcome.usage.memory_peak_bytes,
+        isolation: outcome.isolation,
+    }
+}
+
+/// Runs the reference solutions of `dataset` not measured yet (`assay check`; an evaluation
+/// does the same on the way).
+pub async fn check(
+    engine: &Engine,
+    dataset: &Dataset,
+    environment: &Environment,
+    references: &mut References,
+    progress: &mut dyn Progress,
+) -> Result<GroundTruthSummary, String> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let pending = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
+    drop(tx);
+    progress.start(0, 0, pending.len());
+    while let Some(finished) = rx.recv().await {
+        if let Finished::Reference(result) = finished {
+            references.record(&result)?;
+            progress.reference_finished(&result);
+        }
+    }
+    references.sync()?;
+    Ok(references.summary(&dataset.tasks))
 }
 
 /// Top-level modules the tasks declare that the sandbox's environment cannot import.
@@ -126,11 +255,14 @@ pub struct Evaluation<'a> {
 
 impl Evaluation<'_> {
     /// Evaluates the samples not yet in `records`, appending each verdict to `run` as it
-    /// finishes, then writes `eval_results.json` and `pass_at_k.json`.
+    /// finishes, then writes `eval_results.json` and `pass_at_k.json`. Reference solutions
+    /// not measured yet run on the way, into `references`; a task's samples wait for its
+    /// reference only, which sets their time limit.
     pub async fn run(
         &self,
         run: &mut RunDir,
         records: Vec<Value>,
+        references: &mut References,
         progress: &mut dyn Progress,
     ) -> Result<Summary, String> {
         let Evaluation {
@@ -146,24 +278,22 @@ impl Evaluation<'_> {
             .iter()
             .map(|t| (t.task_id.as_str(), t))
             .collect();
+        let by_index: HashMap<usize, &Sample> =
+            samples.samples.iter().map(|s| (s.index, s)).collect();
         let mut results: BTreeMap<usize, SampleResult> = BTreeMap::new();
         for record in records {
             let result: SampleResult = serde_json::from_value(record).map_err(|e| {
                 format!(
                     "{}: a record is not a sample result: {e}",
-                    run.path().display()
+                    run.path().join(assay_report::RESULTS).display()
                 )
             })?;
-            let Some(sample) = samples.samples.get(result.index) else {
-                return Err(format!(
-                    "{}: a record for sample {} but the samples file has {}",
-                    run.path().display(),
-                    result.index,
-                    samples.samples.len()
-                ));
-            };
-            let (_, digest) = program(sample, tasks[sample.task_id.as_str()], options);
-            if digest != result.program_digest || sample.task_id != result.task_id {
+            let matches = by_index.get(&result.index).is_some_and(|sample| {
+                sample.task_id == result.task_id
+                    && program(sample, tasks[sample.task_id.as_str()], options).1
+                        == result.program_digest
+            });
+            if !matches {
                 return Err(format!(
                     "{}: the record of sample {} does not match the samples file",
                     run.path().display(),
@@ -172,63 +302,78 @@ impl Evaluation<'_> {
             }
             results.insert(result.index, result);
         }
-        let pending: Vec<&Sample> = samples
+
+        let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
+        let waiting = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
+        // Longest first, by the reference's time where known: the slowest tasks start early
+        // instead of ending the run alone.
+        let mut pending: Vec<(&Sample, Option<ReferenceResult>)> = samples
             .samples
             .iter()
             .filter(|s| !results.contains_key(&s.index))
+            .map(|s| (s, references.truth.tasks.get(&s.task_id).cloned()))
             .collect();
-        progress.start(samples.samples.len(), results.len());
-
-        let (tx, mut rx) = mpsc::unbounded_channel::<SampleResult>();
-        for sample in pending {
+        let seconds = |r: &Option<ReferenceResult>| r.as_ref().map_or(0.0, |r| r.seconds);
+        pending.sort_by(|a, b| seconds(&b.1).total_cmp(&seconds(&a.1)));
+        progress.start(samples.samples.len(), results.len(), waiting.len());
+        for (sample, known) in pending {
             let task = tasks[sample.task_id.as_str()];
-            let (code, digest) = program(sample, task, options);
-            let mut job = UnittestJob::new(code, task.test.clone());
-            job.limits = Some(options.limits.clone());
-            let engine = engine.clone();
-            let environment = environment.clone();
-            let (index, task_id) = (sample.index, sample.task_id.clone());
-            let tx = tx.clone();
+            let (program, digest) = program(sample, task, options);
+            let mut job = Job {
+                index: sample.index,
+                task_id: sample.task_id.clone(),
+                program,
+                digest,
+                test: task.test.clone(),
+                limits: options.limits.clone(),
+            };
+            let mut reference = waiting.get(&sample.task_id).cloned();
+            let (engine, environment, tx, time) = (
+                engine.clone(),
+                environment.clone(),
+                tx.clone(),
+                options.time.clone(),
+            );
             tokio::spawn(async move {
-                let outcome = engine.run_unittest(job).await;
-                let infra = infra_cause(&outcome, &environment);
-                let result = SampleResult {
-                    index,
-                    task_id,
-                    program_digest: digest,
-                    status: if infra.is_some() {
-                        Status::Infra
-                    } else {
-                        outcome.status
-                    },
-                    reason: infra
-                        .as_ref()
-                        .map_or_else(|| outcome.reason.clone(), |c| c.to_string()),
-                    official: if infra.is_some() {
-                        None
-                    } else {
-                        official(&outcome)
-                    },
-                    infra,
-                    tests: outcome.tests,
-                    wall_seconds: outcome.usage.wall.as_secs_f64(),
-                    cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
-                    memory_peak_bytes: outcome.usage.memory_peak_bytes,
-                    isolation: outcome.isolation,
+                let measured = match reference.as_mut() {
+                    Some(rx) => rx
+                        .wait_for(Option::is_some)
+                        .await
+                        .ok()
+                        .and_then(|r| r.clone()),
+                    None => known,
                 };
-                let _ = tx.send(result);
+                job.limits.wall = time.limit(measured.as_ref());
+                job.limits.cpu = None;
+                let _ = tx.send(Finished::Sample(judge(&engine, &environment, job).await));
             });
         }
         drop(tx);
-        while let Some(result) = rx.recv().await {
-            run.append(&serde_json::to_value(&result).expect("results serialize"))
-                .map_err(|e: RunDirError| e.to_string())?;
-            progress.finished(&result);
-            results.insert(result.index, result);
+        while let Some(finished) = rx.recv().await {
+            match finished {
+                Finished::Sample(result) => {
+                    run.append(&serde_json::to_value(&result).expect("results serialize"))
+                        .map_err(|e: RunDirError| e.to_string())?;
+                    progress.finished(&result);
+                    results.insert(result.index, result);
+                }
+                Finished::Reference(result) => {
+                    references.record(&result)?;
+                    progress.reference_finished(&result);
+                }
+            }
         }
         run.sync().map_err(|e| e.to_string())?;
-        write_files(dataset, samples, options, run, &results)?;
-        Ok(summarize(dataset, &results, started.elapsed()))
+        references.sync()?;
+        let ground_truth = references.summary(&dataset.tasks);
+        write_files(dataset, samples, options, run, &results, &ground_truth)?;
+        Ok(summarize(
+            dataset,
+            &results,
+            ground_truth,
+            options.time.clone(),
+            started.elapsed(),
+        ))
     }
 }
 
@@ -240,6 +385,7 @@ fn write_files(
     options: &Options,
     run: &RunDir,
     results: &BTreeMap<usize, SampleResult>,
+    ground_truth: &GroundTruthSummary,
 ) -> Result<(), String> {
     let tasks: HashMap<&str, &Task> = dataset
         .tasks
@@ -289,6 +435,8 @@ fn write_files(
     pass_at_k.insert("split".into(), json!(options.split.as_str()));
     pass_at_k.insert("subset".into(), json!(dataset.subset.as_str()));
     pass_at_k.insert("calibrated".into(), json!(options.calibrated));
+    pass_at_k.insert("gt_pass_rate".into(), json!(ground_truth.pass_rate));
+    pass_at_k.insert("failed_tasks".into(), json!(ground_truth.failed_ids()));
     run.write_json("pass_at_k.json", &Value::Object(pass_at_k))
         .map_err(|e| e.to_string())
 }
@@ -312,6 +460,8 @@ fn scores(results: &BTreeMap<usize, SampleResult>) -> BTreeMap<u64, f64> {
 fn summarize(
     dataset: &Dataset,
     results: &BTreeMap<usize, SampleResult>,
+    ground_truth: GroundTruthSummary,
+    time_policy: TimePolicy,
     wall: Duration,
 ) -> Summary {
     let mut statuses = BTreeMap::new();
@@ -356,6 +506,8 @@ fn summarize(
         official: officials,
         infra,
         slowest,
+        ground_truth,
+        time_policy,
         wall_seconds: wall.as_secs_f64(),
     }
 }

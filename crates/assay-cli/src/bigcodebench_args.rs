@@ -1,0 +1,186 @@
+//! What `assay eval` and `assay check` share for BigCodeBench: choosing the tasks, probing the
+//! environment, the reference-run cache and the progress bar.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use assay_eval::bigcodebench::ground_truth::References;
+use assay_eval::bigcodebench::run::{missing_modules, Progress, SampleResult};
+use assay_eval::bigcodebench::verdict::Environment;
+use assay_sandbox::{Engine, Status};
+use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Benchmark {
+    /// All 1,140 tasks.
+    Bigcodebench,
+    /// The 148 tasks of the Hard subset.
+    BigcodebenchHard,
+}
+
+impl Benchmark {
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::Bigcodebench => "bigcodebench",
+            Benchmark::BigcodebenchHard => "bigcodebench-hard",
+        }
+    }
+}
+
+/// Which tasks: the benchmark, its data version or file, and optionally some task ids.
+#[derive(Args)]
+pub struct DatasetArgs {
+    pub benchmark: Benchmark,
+    /// Dataset version.
+    #[arg(long, default_value = VERSIONS[0], value_parser = clap::builder::PossibleValuesParser::new(VERSIONS))]
+    pub version: String,
+    /// A dataset file in the Hugging Face schema (.jsonl or .jsonl.gz) instead of an embedded
+    /// version.
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Only these tasks (comma-separated ids, e.g. BigCodeBench/13,BigCodeBench/15).
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Vec<String>,
+}
+
+impl DatasetArgs {
+    pub fn load(&self) -> Result<Dataset> {
+        let subset = match self.benchmark {
+            Benchmark::Bigcodebench => Subset::Full,
+            Benchmark::BigcodebenchHard => Subset::Hard,
+        };
+        let mut dataset = match &self.dataset {
+            Some(path) => Dataset::from_file(path, subset)?,
+            None => Dataset::embedded(&self.version, subset)?,
+        };
+        if !self.tasks.is_empty() {
+            let ids: Vec<String> = self.tasks.iter().map(|t| t.trim().to_string()).collect();
+            dataset.select(&ids)?;
+        }
+        Ok(dataset)
+    }
+
+    /// The version, or the dataset file, as run directories and summaries name it.
+    pub fn source(&self) -> String {
+        match &self.dataset {
+            Some(path) => path.display().to_string(),
+            None => self.version.clone(),
+        }
+    }
+}
+
+/// What the sandbox's environment lacks (said once, on stderr), and the reference runs of
+/// `dataset` in it.
+pub async fn prepare(
+    engine: &Engine,
+    env: &assay_pyenv::Environment,
+    dataset: &Dataset,
+    network: bool,
+) -> Result<(Environment, References)> {
+    let environment = Environment {
+        missing_modules: missing_modules(engine, dataset)
+            .await
+            .map_err(anyhow::Error::msg)?,
+        network,
+    };
+    if !environment.missing_modules.is_empty() {
+        eprintln!(
+            "assay: not installed here, so tasks needing them are infra: {}",
+            environment
+                .missing_modules
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let references = References::open(
+        &assay_pyenv::cache_root()?,
+        dataset,
+        &env_name(env),
+        network,
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok((environment, references))
+}
+
+/// The environment's directory name: its profile, Python and requirement set.
+pub fn env_name(env: &assay_pyenv::Environment) -> String {
+    env.dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A progress bar with the live status counts and ETA (hidden when not a terminal or with
+/// --json).
+pub struct Bar {
+    bar: ProgressBar,
+    counts: BTreeMap<Status, usize>,
+    references: (usize, usize),
+}
+
+impl Bar {
+    pub fn new(quiet: bool) -> Self {
+        let bar = if quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(0)
+        };
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} [{elapsed_precise} < {eta_precise}] {msg}",
+            )
+            .expect("valid template"),
+        );
+        Bar {
+            bar,
+            counts: BTreeMap::new(),
+            references: (0, 0),
+        }
+    }
+
+    fn show(&self) {
+        let mut parts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(status, n)| format!("{status} {n}"))
+            .collect();
+        let (done, total) = self.references;
+        if total > 0 {
+            parts.push(format!("reference solutions {done}/{total}"));
+        }
+        self.bar.set_message(parts.join(" · "));
+    }
+}
+
+impl Progress for Bar {
+    fn start(&mut self, samples: usize, done: usize, references: usize) {
+        self.references = (0, references);
+        self.bar.set_length((samples + references) as u64);
+        self.bar.set_position(done as u64);
+        self.bar.reset_eta();
+        self.show();
+    }
+
+    fn finished(&mut self, result: &SampleResult) {
+        *self.counts.entry(result.status).or_insert(0) += 1;
+        self.bar.inc(1);
+        self.show();
+    }
+
+    fn reference_finished(&mut self, _: &SampleResult) {
+        self.references.0 += 1;
+        self.bar.inc(1);
+        self.show();
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
