@@ -97,22 +97,9 @@ pub async fn prepare(
                 .join(", ")
         );
     }
-    let references = References::open(
-        &assay_pyenv::cache_root()?,
-        dataset,
-        &env_name(env),
-        network,
-    )
-    .map_err(anyhow::Error::msg)?;
+    let references = References::open(&assay_pyenv::cache_root()?, dataset, &env.key(), network)
+        .map_err(anyhow::Error::msg)?;
     Ok((environment, references))
-}
-
-/// The environment's directory name: its profile, Python and requirement set.
-pub fn env_name(env: &assay_pyenv::Environment) -> String {
-    env.dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// A progress bar with the live status counts and ETA (hidden when not a terminal or with

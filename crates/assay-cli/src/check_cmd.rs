@@ -10,7 +10,7 @@ use assay_report::RunDir;
 use clap::Args;
 use serde_json::json;
 
-use crate::bigcodebench_args::{env_name, prepare, Bar, DatasetArgs};
+use crate::bigcodebench_args::{prepare, Bar, DatasetArgs};
 use crate::sandbox_cmd::{start_engine_in, EngineArgs};
 
 #[derive(Args)]
@@ -49,7 +49,7 @@ pub async fn run(args: CheckArgs) -> Result<i32> {
     let doc = json!({
         "benchmark": benchmark,
         "dataset": args.tasks.source(),
-        "environment": env_name(&env),
+        "environment": env.key(),
         "isolation": engine.isolation(),
         "tasks": dataset.tasks.len(),
         "ground_truth": summary,
@@ -63,7 +63,7 @@ pub async fn run(args: CheckArgs) -> Result<i32> {
                 "benchmark": benchmark,
                 "dataset_digest": dataset.digest,
                 "tasks": args.tasks.tasks,
-                "environment": env_name(&env),
+                "environment": env.key(),
                 "network": args.engine.allow_network,
             },
             "started_at": assay_eval::bigcodebench::run::now(),

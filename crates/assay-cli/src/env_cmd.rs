@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
-use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile, SetupObserver};
+use assay_pyenv::{EnvStatus, Environment, Interpreter, Marker, Profile, SetupObserver};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -50,27 +50,45 @@ pub fn run(cmd: EnvCommand) -> Result<()> {
         EnvCommand::Setup { select } => {
             let env = select.locate()?;
             if let EnvStatus::Complete(m) = env.status() {
+                let m = if env.missing_data(&m).is_empty() {
+                    *m
+                } else {
+                    env.fetch_missing_data(&Spinner::new())?
+                };
                 println!(
-                    "profile `{}` is already complete at {} ({} packages, Python {})",
+                    "profile `{}` is complete at {} ({} packages, Python {}){}",
                     m.profile,
                     env.dir.display(),
                     m.packages.len(),
-                    m.python_version
+                    m.python_version,
+                    data_note(&env, &m)
                 );
                 return Ok(());
             }
             let marker = env.setup(&Spinner::new())?;
             println!(
-                "profile `{}` ready at {} ({} packages via {}, {:.0} s)",
+                "profile `{}` ready at {} ({} packages via {}, {:.0} s){}",
                 marker.profile,
                 env.dir.display(),
                 marker.packages.len(),
                 marker.installer,
-                marker.setup_seconds
+                marker.setup_seconds,
+                data_note(&env, &marker)
             );
             Ok(())
         }
         EnvCommand::Status { python, json } => status(python, json),
+    }
+}
+
+/// What the summary line says about NLTK data that could not be fetched.
+fn data_note(env: &Environment, marker: &Marker) -> String {
+    match env.missing_data(marker) {
+        missing if missing.is_empty() => String::new(),
+        missing => format!(
+            "; NLTK data missing: {} (tasks needing it are `infra`)",
+            missing.join(", ")
+        ),
     }
 }
 
@@ -80,14 +98,17 @@ fn status(python: Option<PathBuf>, json: bool) -> Result<()> {
     for profile in Profile::ALL {
         let row = match Environment::locate(*profile, interpreter.clone()) {
             Ok(env) => {
-                let (state, packages) = match env.status() {
+                let (state, marker) = match env.status() {
                     EnvStatus::Missing => ("missing", None),
                     EnvStatus::Incomplete => ("incomplete", None),
-                    EnvStatus::Complete(m) => ("complete", Some(m.packages.len())),
+                    EnvStatus::Complete(m) => ("complete", Some(m)),
                 };
                 serde_json::json!({
                     "profile": profile.name, "status": state, "path": env.dir,
-                    "packages": packages, "pinned": profile.package_count(),
+                    "packages": marker.as_ref().map(|m| m.packages.len()),
+                    "pinned": profile.package_count(),
+                    "nltk_data": marker.as_ref().map(|m| &m.nltk_data),
+                    "note": marker.as_ref().map(|m| data_note(&env, m)).unwrap_or_default(),
                 })
             }
             Err(e) => serde_json::json!({
@@ -114,9 +135,10 @@ fn status(python: Option<PathBuf>, json: bool) -> Result<()> {
         let state = row["status"].as_str().unwrap_or_default();
         let detail = match state {
             "complete" => format!(
-                "{} packages at {}",
+                "{} packages at {}{}",
                 row["packages"],
-                row["path"].as_str().unwrap_or("")
+                row["path"].as_str().unwrap_or(""),
+                row["note"].as_str().unwrap_or("")
             ),
             "unavailable" => row["reason"].as_str().unwrap_or("").to_string(),
             _ => format!("run `assay env setup --profile {name}`"),

@@ -14,7 +14,7 @@ use assay_tasks::bigcodebench::Split;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::bigcodebench_args::{env_name, prepare, Bar, DatasetArgs};
+use crate::bigcodebench_args::{prepare, Bar, DatasetArgs};
 use crate::sandbox_cmd::{start_engine_in, EngineArgs};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -127,7 +127,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         "time_policy": options.time,
         "memory_mib": args.memory,
         "network": options.network,
-        "environment": env_name(&env),
+        "environment": env.key(),
     });
     let manifest = json!({
         "assay_version": env!("CARGO_PKG_VERSION"),

@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,9 @@ pub struct Marker {
     pub setup_seconds: f64,
     /// `name==version` of every distribution in the environment.
     pub packages: Vec<String>,
+    /// The profile's NLTK data packages: `ok`, or why they are not installed.
+    #[serde(default)]
+    pub nltk_data: BTreeMap<String, String>,
 }
 
 /// What [`Environment::status`] finds on disk.
@@ -84,6 +88,43 @@ impl Environment {
             }
             _ => EnvStatus::Incomplete,
         }
+    }
+
+    /// The profile's NLTK data packages that `marker` does not record as installed.
+    pub fn missing_data(&self, marker: &Marker) -> Vec<&'static str> {
+        self.profile
+            .nltk_data
+            .iter()
+            .copied()
+            .filter(|p| {
+                marker.nltk_data.get(*p).map(String::as_str) != Some(crate::nltk::INSTALLED)
+            })
+            .collect()
+    }
+
+    /// What results computed in this environment depend on, as a name for caches and run
+    /// directories: the directory's name (profile, Python, pins), plus the NLTK data
+    /// installed, if any.
+    pub fn key(&self) -> String {
+        let name = self
+            .dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let EnvStatus::Complete(marker) = self.status() else {
+            return name;
+        };
+        let installed: Vec<&str> = marker
+            .nltk_data
+            .iter()
+            .filter(|(_, state)| *state == crate::nltk::INSTALLED)
+            .map(|(package, _)| package.as_str())
+            .collect();
+        if installed.is_empty() {
+            return name;
+        }
+        let digest = blake3::hash(installed.join(",").as_bytes()).to_hex();
+        format!("{name}-nltk{}", &digest[..8])
     }
 
     /// The complete environment, set up first if needed; `observer` hears about the setup.

@@ -1,6 +1,7 @@
 //! Building an [`Environment`]: lock, pick an installer, create the venv, install the pins,
 //! verify the preload modules import, and only then write the completion marker.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::environment::{read_marker, MARKER_FILE};
 use crate::interpreter::find_on_path;
-use crate::{cache_root, Environment, Error, Marker, Result};
+use crate::{cache_root, nltk, Environment, Error, Marker, Result};
 
 /// The uv release assay installs from PyPI when none is on `PATH`.
 const UV_VERSION: &str = "0.13.9";
@@ -135,6 +136,7 @@ impl Environment {
                 detail: format!("{e}: {}", out.stdout.trim()),
             })?;
 
+        let nltk_data = self.fetch_nltk_data(self.profile.nltk_data, observer)?;
         let marker = Marker {
             profile: self.profile.name.to_string(),
             requirements_digest: self.profile.digest(),
@@ -150,14 +152,81 @@ impl Environment {
                 .unwrap_or(0),
             setup_seconds: started.elapsed().as_secs_f64(),
             packages,
+            nltk_data,
         };
-        let tmp = self.dir.join(format!("{MARKER_FILE}.tmp"));
-        let text = serde_json::to_string_pretty(&marker).expect("marker serializes");
-        std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
-        let path = self.dir.join(MARKER_FILE);
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        write_marker(&self.dir, &marker)?;
         Ok(marker)
     }
+
+    /// Tries again to fetch the NLTK data a complete environment lacks (an earlier setup ran
+    /// without access to NLTK's servers).
+    pub fn fetch_missing_data(&self, observer: &dyn SetupObserver) -> Result<Marker> {
+        let envs = self.dir.parent().expect("environment dir has a parent");
+        let name = self.dir.file_name().expect("environment dir has a name");
+        let _lock = lock(
+            &envs.join(format!("{}.lock", name.to_string_lossy())),
+            observer,
+        )?;
+        let Some(mut marker) = read_marker(&self.dir) else {
+            return self.setup(observer);
+        };
+        let missing = self.missing_data(&marker);
+        if !missing.is_empty() {
+            marker
+                .nltk_data
+                .extend(self.fetch_nltk_data(&missing, observer)?);
+            write_marker(&self.dir, &marker)?;
+        }
+        Ok(marker)
+    }
+
+    fn fetch_nltk_data(
+        &self,
+        packages: &[&str],
+        observer: &dyn SetupObserver,
+    ) -> Result<BTreeMap<String, String>> {
+        if packages.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let index = std::env::var(nltk::INDEX_VAR)
+            .ok()
+            .filter(|v| !v.is_empty());
+        observer.step(&format!(
+            "downloading NLTK data ({}) from {}",
+            packages.join(", "),
+            index.as_deref().unwrap_or("NLTK's servers")
+        ));
+        let result = nltk::fetch(
+            &self.python(),
+            &nltk::data_dir(&self.dir),
+            packages,
+            index.as_deref(),
+        )?;
+        let failed: Vec<(&String, &String)> = result
+            .iter()
+            .filter(|(_, state)| *state != nltk::INSTALLED)
+            .collect();
+        if let Some((_, first)) = failed.first() {
+            let names: Vec<&str> = failed.iter().map(|(p, _)| p.as_str()).collect();
+            observer.step(&format!(
+                "could not download NLTK data {} ({first}); tasks that need it will be \
+                 `infra`. Run `assay env setup` again where NLTK's servers can be reached, \
+                 or set {} to a mirror's index.xml",
+                names.join(", "),
+                nltk::INDEX_VAR
+            ));
+        }
+        Ok(result)
+    }
+}
+
+/// Writes the completion marker, whole or not at all.
+fn write_marker(dir: &Path, marker: &Marker) -> Result<()> {
+    let tmp = dir.join(format!("{MARKER_FILE}.tmp"));
+    let text = serde_json::to_string_pretty(marker).expect("marker serializes");
+    std::fs::write(&tmp, text).map_err(|e| Error::io(&tmp, e))?;
+    let path = dir.join(MARKER_FILE);
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
 }
 
 /// Imports every module named in argv, then prints the installed distributions as JSON.

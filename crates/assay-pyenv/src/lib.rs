@@ -14,11 +14,13 @@
 //!   `PATH` or bootstrapped from PyPI) or falls back to `venv` + `pip`; it is idempotent, holds a
 //!   file lock so concurrent callers wait instead of racing, and writes a completion marker
 //!   last, so a half-installed environment is never mistaken for a complete one.
+//! * [`nltk`] fetches the NLTK data a profile's tasks load at run time into the environment.
 
 mod cache;
 mod environment;
 mod install;
 mod interpreter;
+pub mod nltk;
 mod profile;
 
 pub use cache::cache_root;

@@ -13,6 +13,8 @@ pub struct Profile {
     /// Modules the sandbox's worker processes import once, before forking jobs. Ordered so that
     /// a module's heavy dependencies come first; missing ones are skipped at run time.
     pub preload: &'static [&'static str],
+    /// NLTK data packages tasks load at run time (fetched into the environment by setup).
+    pub nltk_data: &'static [&'static str],
     /// The `(major, minor)` CPython release the pins were resolved for.
     pub python: (u32, u32),
 }
@@ -31,14 +33,24 @@ const BIGCODEBENCH: Profile = Profile {
         "sklearn",
         "seaborn",
     ],
+    // What the tasks' code and tests load (the official image downloads these too).
+    nltk_data: &[
+        "averaged_perceptron_tagger",
+        "punkt",
+        "stopwords",
+        "vader_lexicon",
+        "words",
+    ],
     python: (3, 11),
 };
 
 const TEST: Profile = Profile {
     name: "test",
-    summary: "numpy, pandas and matplotlib: the small environment of the test suite and bench",
+    summary:
+        "numpy, pandas, matplotlib and nltk: the small environment of the test suite and bench",
     requirements: include_str!("../profiles/test.txt"),
     preload: &["numpy", "pandas", "matplotlib", "matplotlib.pyplot"],
+    nltk_data: &["stopwords"],
     python: (3, 11),
 };
 

@@ -138,3 +138,24 @@ fn output_written_just_before_the_end_is_never_lost() {
         );
     }
 }
+
+#[test]
+fn nltk_looks_for_data_inside_the_environment_jobs_can_read() {
+    // `assay env setup` puts NLTK data in <environment>/nltk_data: NLTK must search there
+    // from inside the sandbox, and the directory must be readable.
+    let engine = engine();
+    let code = r#"
+import os, sys, nltk.data
+here = os.path.join(sys.prefix, "nltk_data")
+print(here in nltk.data.path, os.path.realpath(sys.prefix) == os.path.realpath(os.path.dirname(os.path.dirname(sys.executable))))
+"#;
+    let out = run(engine.run_script(ScriptJob::new(code)));
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {}",
+        out.reason,
+        out.stderr.text
+    );
+    assert_eq!(out.stdout.text, "True True\n");
+}
