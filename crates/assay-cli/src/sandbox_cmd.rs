@@ -76,9 +76,14 @@ pub struct EngineArgs {
     pub select: Select,
     #[arg(long, value_enum, default_value_t = Isolation::Auto)]
     pub isolation: Isolation,
-    /// Jobs at once (default: the number of CPUs).
+    /// CPU slots: jobs computing at once (default: the number of CPUs). A job that waits
+    /// (sleeps, blocks on a subprocess or a socket) lends its slot to the next one.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Jobs at once at most, counting those that lent their slot (default: 4 x --jobs;
+    /// equal to --jobs: no lending).
+    #[arg(long)]
+    pub max_jobs: Option<usize>,
     /// Give evaluated code the host's network (off: a private network with loopback only).
     #[arg(long)]
     pub allow_network: bool,
@@ -138,7 +143,17 @@ pub async fn start_engine_in(args: &EngineArgs) -> Result<(Engine, Environment)>
             bail!("--jobs must be at least 1");
         }
         config.concurrency = jobs;
+        config.max_running = 4 * jobs;
         config.prefork = jobs;
+    }
+    if let Some(max) = args.max_jobs {
+        if max < config.concurrency {
+            bail!(
+                "--max-jobs ({max}) must be at least --jobs ({})",
+                config.concurrency
+            );
+        }
+        config.max_running = max;
     }
     config.network = args.allow_network;
     Ok((Engine::start(config).await?, env))

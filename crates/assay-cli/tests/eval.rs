@@ -344,7 +344,7 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     assert!(out.status.success(), "{}", text(&out.stderr));
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["official"], json!({"timeout": 1}));
-    assert_eq!(summary["time_policy"]["budget"]["floor_seconds"], 10.0);
+    assert_eq!(summary["time_policy"]["budget"]["floor_seconds"], 60.0);
     let record: Value = serde_json::from_str(
         std::fs::read_to_string(dir.path().join("run/results.jsonl"))
             .unwrap()
@@ -352,9 +352,9 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     )
     .unwrap();
     let wall = record["wall_seconds"].as_f64().unwrap();
-    // The task's reference takes well under 2 s, so the sample gets the 10 s floor.
-    assert!((10.0..20.0).contains(&wall), "{wall}");
-    assert!(started.elapsed() < Duration::from_secs(120));
+    // The task's reference takes well under 12 s, so the sample gets the 60 s floor.
+    assert!((60.0..70.0).contains(&wall), "{wall}");
+    assert!(started.elapsed() < Duration::from_secs(180));
 }
 
 #[test]

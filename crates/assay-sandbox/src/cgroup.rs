@@ -8,6 +8,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::slots::CpuMeter;
+
 #[derive(Debug)]
 pub(crate) enum Cgroups {
     V2 {
@@ -291,6 +293,15 @@ impl JobCgroup {
             ("memory.oom_control", "oom_kill")
         };
         read_keyed(&self.memory.join(file), key).unwrap_or(0)
+    }
+
+    /// A meter of the job's CPU time while it runs.
+    pub fn cpu_meter(&self) -> Option<CpuMeter> {
+        let dir = self.cpu.as_ref()?;
+        Some(CpuMeter::Cgroup {
+            file: dir.join(if self.v2 { "cpu.stat" } else { "cpuacct.usage" }),
+            v2: self.v2,
+        })
     }
 
     fn cpu_usage(&self) -> Option<Duration> {

@@ -78,8 +78,13 @@ pub struct EngineConfig {
     /// Give jobs the host's network instead of a private one with loopback only. Off by
     /// default: evaluated code should not reach the internet unless asked for.
     pub network: bool,
-    /// Jobs running at once. Default: the number of CPUs.
+    /// CPU slots: jobs computing at once. Default: the number of CPUs.
     pub concurrency: usize,
+    /// Jobs running at once at most, counting those that lent their slot while waiting
+    /// (sleeping, blocked on a subprocess or a socket): a job whose processes use almost no
+    /// CPU lets the next job start. Equal to `concurrency`: no lending. Default: four times
+    /// `concurrency`.
+    pub max_running: usize,
     /// Job processes kept forked and confined ahead of demand, so that fork and setup cost
     /// stays off a job's critical path. Default: `concurrency`.
     pub prefork: usize,
@@ -120,6 +125,7 @@ impl EngineConfig {
             cgroups: true,
             network: false,
             concurrency: cpus,
+            max_running: 4 * cpus,
             prefork: cpus,
             limits: Limits::default(),
             workspace_mib: 1024,

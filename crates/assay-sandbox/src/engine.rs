@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::{Notify, Semaphore, SemaphorePermit};
+use tokio::sync::Notify;
 
 use crate::cgroup::Cgroups;
 use crate::config::{EngineConfig, IsolationMode};
 use crate::isolation::{Enforcement, IsolationLevel, IsolationReport};
 use crate::sandbox::{Sandbox, Workspace};
+use crate::slots::{Slot, Slots};
 use crate::worker::{Worker, WorkerParams};
 use crate::{runtime, seccomp, Error};
 
@@ -42,7 +43,7 @@ pub(crate) struct Inner {
     ready: Mutex<VecDeque<Sandbox>>,
     refilling: AtomicUsize,
     refill: Arc<Notify>,
-    slots: Semaphore,
+    slots: Slots,
     ids: AtomicU64,
     pub cgroups: Option<Cgroups>,
     report: OnceLock<IsolationReport>,
@@ -266,7 +267,7 @@ impl Engine {
                 ready: Mutex::new(VecDeque::new()),
                 refilling: AtomicUsize::new(0),
                 refill: Arc::new(Notify::new()),
-                slots: Semaphore::new(concurrency),
+                slots: Slots::new(concurrency, config.max_running),
                 ids: AtomicU64::new(1),
                 cgroups,
                 report: OnceLock::new(),
@@ -415,11 +416,8 @@ impl Inner {
         }
     }
 
-    pub(crate) async fn slot(&self) -> SemaphorePermit<'_> {
-        self.slots
-            .acquire()
-            .await
-            .expect("the semaphore is never closed")
+    pub(crate) async fn slot(&self) -> Slot<'_> {
+        self.slots.take().await
     }
 
     /// The environment a job starts with: the built-in allow-list, the engine's extra

@@ -19,6 +19,7 @@ use crate::outcome::{
     PyError, ScriptOutcome, Status, TestOutcome, TestResult, UnittestOutcome, Usage,
 };
 use crate::sandbox::{Sandbox, Workspace};
+use crate::slots::CpuMeter;
 
 /// Source code and its `unittest` tests, run together in one module, as BigCodeBench does.
 #[derive(Debug, Clone)]
@@ -543,7 +544,7 @@ impl Inner {
         fields: Value,
         mut is_final: impl FnMut(&Value) -> bool,
     ) -> Result<Ran, String> {
-        let _slot = self.slot().await;
+        let mut slot = self.slot().await;
         // A ready process can die while it waits (the kernel's OOM killer picks job processes
         // first): if it can't take the job, the job hasn't started; try one fresh process.
         let mut attempts = 0;
@@ -566,13 +567,22 @@ impl Inner {
         };
         let mut streams = Streams::new(limits.output_bytes);
         let mut code_started = false;
-        let end = run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
+        let meter = sandbox
+            .cgroup
+            .as_ref()
+            .and_then(|c| c.cpu_meter())
+            .unwrap_or(CpuMeter::Tree(sandbox.host_pid));
+        let run = run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
             if frame["ev"] == "started" {
                 code_started = true;
             }
             is_final(frame)
-        })
-        .await;
+        });
+        let end = tokio::select! {
+            end = run => end,
+            never = slot.follow(&meter) => match never {},
+        };
+        drop(slot);
         let isolation = sandbox.layers.level();
         let workspace = sandbox.workspace.clone();
         let aftermath = match &end {

@@ -57,6 +57,7 @@ mod sandbox;
 mod seccomp;
 mod seqpacket;
 mod session;
+mod slots;
 mod worker;
 
 pub use capture::Captured;

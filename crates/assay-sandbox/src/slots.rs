@@ -1,0 +1,259 @@
+//! CPU slots: how many jobs run at once.
+//!
+//! A slot is a CPU's worth of work. Many tests spend most of their time waiting instead:
+//! sleeping, polling a subprocess, serving a socket for a fixed duration, or hung on
+//! something that never comes (BigCodeBench's slowest tasks use almost no CPU). A job
+//! holding a slot while it waits leaves a CPU idle, so a job whose process tree has used
+//! almost no CPU for a while lends its slot to the next job in line, and takes it back
+//! when it computes again (or, if none is free, counts as a debt that the next returned
+//! slot pays). The number of jobs running at all stays bounded.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+/// How often a running job's CPU use is read.
+const TICK: Duration = Duration::from_millis(250);
+/// The span over which CPU use is judged.
+const WINDOW: Duration = Duration::from_secs(1);
+/// Below this share of one CPU over the window, a job is waiting and lends its slot.
+const IDLE_SHARE: f64 = 0.1;
+/// Above this share, a job that lent its slot is computing again and takes one back.
+const BUSY_SHARE: f64 = 0.3;
+
+/// The engine's slots, and the bound on jobs running at all.
+pub(crate) struct Slots {
+    free: Semaphore,
+    running: Semaphore,
+    /// Slots owed by jobs that started computing again when none was free.
+    debt: Mutex<usize>,
+}
+
+/// A running job's claim: always a place among the running jobs, and a slot unless lent.
+pub(crate) struct Slot<'a> {
+    slots: &'a Slots,
+    _running: SemaphorePermit<'a>,
+    holds: bool,
+}
+
+impl Slots {
+    /// `cpus` slots; at most `max_running` jobs at once (no lending when equal).
+    pub fn new(cpus: usize, max_running: usize) -> Self {
+        let cpus = cpus.max(1);
+        Slots {
+            free: Semaphore::new(cpus),
+            running: Semaphore::new(max_running.max(cpus)),
+            debt: Mutex::new(0),
+        }
+    }
+
+    /// Waits for a place and a slot, first come first served.
+    pub async fn take(&self) -> Slot<'_> {
+        let running = self.running.acquire().await.expect("never closed");
+        self.free.acquire().await.expect("never closed").forget();
+        Slot {
+            slots: self,
+            _running: running,
+            holds: true,
+        }
+    }
+
+    fn give_back(&self) {
+        let mut debt = self.debt.lock().expect("poisoned");
+        if *debt > 0 {
+            *debt -= 1;
+        } else {
+            self.free.add_permits(1);
+        }
+    }
+}
+
+impl Slot<'_> {
+    /// The job is waiting: its slot goes to the next job in line.
+    pub fn lend(&mut self) {
+        if self.holds {
+            self.holds = false;
+            self.slots.give_back();
+        }
+    }
+
+    /// The job computes again: it takes a free slot, or owes one.
+    pub fn reclaim(&mut self) {
+        if !self.holds {
+            self.holds = true;
+            match self.slots.free.try_acquire() {
+                Ok(permit) => permit.forget(),
+                Err(_) => *self.slots.debt.lock().expect("poisoned") += 1,
+            }
+        }
+    }
+
+    /// Lends and reclaims the slot as the job's CPU use, read from `meter`, goes down and
+    /// up. Runs until dropped.
+    pub async fn follow(&mut self, meter: &CpuMeter) -> Infallible {
+        let mut seen: VecDeque<(Instant, Duration)> = VecDeque::new();
+        let mut tick = tokio::time::interval(TICK);
+        loop {
+            tick.tick().await;
+            let Some(used) = meter.read() else { continue };
+            let now = Instant::now();
+            seen.push_back((now, used));
+            while seen.len() > 1 && now - seen[1].0 >= WINDOW {
+                seen.pop_front();
+            }
+            let (since, before) = seen[0];
+            if now - since < WINDOW {
+                continue;
+            }
+            let share = used.saturating_sub(before).as_secs_f64() / (now - since).as_secs_f64();
+            if share < IDLE_SHARE {
+                self.lend();
+            } else if share > BUSY_SHARE {
+                self.reclaim();
+            }
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if self.holds {
+            self.slots.give_back();
+        }
+    }
+}
+
+/// Reads the CPU time a job's process tree has used.
+pub(crate) enum CpuMeter {
+    /// The job's cgroup counts every process in it, gone or alive.
+    Cgroup { file: PathBuf, v2: bool },
+    /// Without a cgroup: the live processes from the job's root down (`/proc`).
+    Tree(i32),
+}
+
+impl CpuMeter {
+    pub fn read(&self) -> Option<Duration> {
+        match self {
+            CpuMeter::Cgroup { file, v2: true } => {
+                let text = std::fs::read_to_string(file).ok()?;
+                let usec = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("usage_usec "))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(Duration::from_micros(usec))
+            }
+            CpuMeter::Cgroup { file, v2: false } => {
+                let nsec = std::fs::read_to_string(file).ok()?.trim().parse().ok()?;
+                Some(Duration::from_nanos(nsec))
+            }
+            CpuMeter::Tree(root) => {
+                let ticks = tree_ticks(*root)?;
+                Some(Duration::from_secs_f64(ticks as f64 / clock_ticks()))
+            }
+        }
+    }
+}
+
+/// User and system clock ticks of `root` and every live descendant.
+fn tree_ticks(root: i32) -> Option<u64> {
+    let mut total = 0;
+    let mut stack = vec![root];
+    let mut first = true;
+    while let Some(pid) = stack.pop() {
+        let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat,
+            // The root gone means nothing to measure; a child gone meanwhile is fine.
+            Err(_) if first => return None,
+            Err(_) => continue,
+        };
+        first = false;
+        // Fields after the command (which may hold spaces and parentheses): state is the
+        // 3rd field, utime and stime the 14th and 15th.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
+        total += field(14).unwrap_or(0) + field(15).unwrap_or(0);
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            stack.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<i32>().ok()),
+            );
+        }
+    }
+    Some(total)
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lent_slot_admits_the_next_job_and_debts_are_paid_first() {
+        let slots = Slots::new(1, 3);
+        let mut first = slots.take().await;
+        assert!(slots.free.try_acquire().is_err());
+        first.lend();
+        let mut second = slots.take().await; // admitted on the lent slot
+        first.reclaim(); // none free: a debt
+        assert_eq!(*slots.debt.lock().unwrap(), 1);
+        second.lend(); // pays the debt, frees nothing
+        assert_eq!(*slots.debt.lock().unwrap(), 0);
+        assert!(slots.free.try_acquire().is_err());
+        drop(first); // returns its slot
+        let third = slots.take().await;
+        drop((second, third));
+        assert_eq!(slots.free.available_permits(), 1);
+    }
+
+    #[tokio::test]
+    async fn lending_never_exceeds_the_bound_on_running_jobs() {
+        let slots = Slots::new(1, 2);
+        let mut a = slots.take().await;
+        a.lend();
+        let mut b = slots.take().await;
+        b.lend();
+        // Two running, both lent: a third waits for a place, not for a slot.
+        let third = tokio::time::timeout(Duration::from_millis(50), slots.take()).await;
+        assert!(third.is_err());
+        drop(a);
+        let c = tokio::time::timeout(Duration::from_millis(50), slots.take()).await;
+        assert!(c.is_ok());
+    }
+
+    #[test]
+    fn the_process_tree_meter_counts_this_process() {
+        let meter = CpuMeter::Tree(std::process::id() as i32);
+        let before = meter.read().unwrap();
+        let started = Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < Duration::from_millis(300) {
+            x = x.wrapping_mul(31).wrapping_add(7);
+        }
+        std::hint::black_box(x);
+        let after = meter.read().unwrap();
+        assert!(after > before, "{before:?} -> {after:?}");
+        assert!(CpuMeter::Tree(i32::MAX).read().is_none());
+    }
+}
