@@ -72,6 +72,16 @@ impl DatasetArgs {
     }
 }
 
+/// How code runs, beyond the sandbox.
+#[derive(Args)]
+pub struct SemanticsArgs {
+    /// Run code without the official harness's process guards (os.kill limited to the code's
+    /// own subprocesses, commands mentioning `kill` skipped, exec ignored...). Some official
+    /// verdicts depend on them: a multiprocessing pool never exits under them, for one.
+    #[arg(long)]
+    pub no_official_guards: bool,
+}
+
 /// What the sandbox's environment lacks (said once, on stderr), and the reference runs of
 /// `dataset` in it.
 pub async fn prepare(
@@ -79,6 +89,7 @@ pub async fn prepare(
     env: &assay_pyenv::Environment,
     dataset: &Dataset,
     network: bool,
+    guards: bool,
 ) -> Result<(Environment, References)> {
     let environment = Environment {
         missing_modules: missing_modules(engine, dataset)
@@ -97,8 +108,14 @@ pub async fn prepare(
                 .join(", ")
         );
     }
-    let references = References::open(&assay_pyenv::cache_root()?, dataset, &env.key(), network)
-        .map_err(anyhow::Error::msg)?;
+    let references = References::open(
+        &assay_pyenv::cache_root()?,
+        dataset,
+        &env.key(),
+        network,
+        guards,
+    )
+    .map_err(anyhow::Error::msg)?;
     Ok((environment, references))
 }
 

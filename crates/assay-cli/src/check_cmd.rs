@@ -10,7 +10,7 @@ use assay_report::RunDir;
 use clap::Args;
 use serde_json::json;
 
-use crate::bigcodebench_args::{prepare, Bar, DatasetArgs};
+use crate::bigcodebench_args::{prepare, Bar, DatasetArgs, SemanticsArgs};
 use crate::sandbox_cmd::{start_engine_in, EngineArgs};
 
 #[derive(Args)]
@@ -25,14 +25,17 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub semantics: SemanticsArgs,
+    #[command(flatten)]
     pub engine: EngineArgs,
 }
 
 pub async fn run(args: CheckArgs) -> Result<i32> {
     let dataset = args.tasks.load()?;
     let (engine, env) = start_engine_in(&args.engine).await?;
+    let guards = !args.semantics.no_official_guards;
     let (environment, mut references) =
-        prepare(&engine, &env, &dataset, args.engine.allow_network).await?;
+        prepare(&engine, &env, &dataset, args.engine.allow_network, guards).await?;
     let mut progress = Bar::new(args.json);
     let started = std::time::Instant::now();
     let summary = check(
@@ -65,6 +68,7 @@ pub async fn run(args: CheckArgs) -> Result<i32> {
                 "tasks": args.tasks.tasks,
                 "environment": env.key(),
                 "network": args.engine.allow_network,
+                "guards": guards,
             },
             "started_at": assay_eval::bigcodebench::run::now(),
         });

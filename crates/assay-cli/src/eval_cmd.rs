@@ -14,7 +14,7 @@ use assay_tasks::bigcodebench::Split;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::bigcodebench_args::{prepare, Bar, DatasetArgs};
+use crate::bigcodebench_args::{prepare, Bar, DatasetArgs, SemanticsArgs};
 use crate::sandbox_cmd::{start_engine_in, EngineArgs};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -51,6 +51,8 @@ pub struct EvalArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub semantics: SemanticsArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -114,6 +116,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         },
         time,
         network: args.engine.allow_network,
+        guards: !args.semantics.no_official_guards,
     };
     let (engine, env) = start_engine_in(&args.engine).await?;
     let identity = json!({
@@ -127,6 +130,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         "time_policy": options.time,
         "memory_mib": args.memory,
         "network": options.network,
+        "guards": options.guards,
         "environment": env.key(),
     });
     let manifest = json!({
@@ -153,7 +157,8 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         .map(|s| serde_json::Value::Object(s.fields.clone()))
         .collect();
     run.write_lines("samples.jsonl", &originals)?;
-    let (environment, mut references) = prepare(&engine, &env, &dataset, options.network).await?;
+    let (environment, mut references) =
+        prepare(&engine, &env, &dataset, options.network, options.guards).await?;
     let evaluation = Evaluation {
         engine: &engine,
         dataset: &dataset,

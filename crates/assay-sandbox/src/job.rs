@@ -32,6 +32,10 @@ pub struct UnittestJob {
     pub limits: Option<Limits>,
     /// Extra environment variables.
     pub env: BTreeMap<String, String>,
+    /// The official harness's process guards (`os.kill` limited to the job's own children,
+    /// commands mentioning `kill` skipped, `exec` ignored...; see `official_guards.py`): on by
+    /// default, because some official verdicts depend on them.
+    pub guards: bool,
 }
 
 impl UnittestJob {
@@ -42,6 +46,7 @@ impl UnittestJob {
             test_class: "TestCases".into(),
             limits: None,
             env: BTreeMap::new(),
+            guards: true,
         }
     }
 }
@@ -607,7 +612,12 @@ impl Engine {
     pub async fn run_unittest(&self, job: UnittestJob) -> UnittestOutcome {
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
-        let fields = json!({"code": job.code, "test": job.test, "test_class": job.test_class});
+        let fields = json!({
+            "code": job.code,
+            "test": job.test,
+            "test_class": job.test_class,
+            "guards": job.guards,
+        });
         let mut progress = Progress::default();
         let ran = inner
             .run_job("unittest", None, &job.env, &limits, fields, |frame| {

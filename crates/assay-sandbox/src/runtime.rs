@@ -18,6 +18,7 @@ const FILES: &[(&str, &str)] = package!(
     "child.py",
     "confine.py",
     "linux.py",
+    "official_guards.py",
     "script_job.py",
     "session.py",
     "unittest_job.py",

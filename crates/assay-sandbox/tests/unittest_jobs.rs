@@ -297,3 +297,115 @@ fn the_network_is_shared_only_when_asked_for() {
     let isolated = engine();
     assert!(isolated.isolation().layers.net_ns && !isolated.isolation().layers.network);
 }
+
+/// What the official process guards change, observed from inside a job.
+const GUARDED: &str = r#"
+import multiprocessing, os, signal, subprocess, time
+
+def task_func():
+    seen = {}
+    worker = multiprocessing.Process(target=time.sleep, args=(30,))
+    worker.start()
+    os.kill(worker.pid, signal.SIGKILL)        # not a Popen child: left alone when guarded
+    worker.join(0.5)
+    seen["foreign_kill_spared"] = worker.is_alive()
+    os.kill(999999, signal.SIGTERM)            # no such pid: ignored when guarded
+    seen["kill_command"] = subprocess.run(["kill", "-9", str(worker.pid)]).returncode
+    seen["ps"] = subprocess.check_output(["ps"])
+    child = subprocess.Popen(["sleep", "5"])
+    seen["communicate"] = child.communicate(timeout=0.1)
+    seen["own_session"] = os.getsid(child.pid) == child.pid
+    child.kill()
+    seen["exec"] = os.execvp("true", ["true"])
+    return seen
+"#;
+
+#[test]
+fn the_official_process_guards_hold_and_can_be_turned_off() {
+    let engine = engine();
+    let test = r#"
+import unittest
+class TestCases(unittest.TestCase):
+    def test_guarded(self):
+        seen = task_func()
+        self.assertEqual(seen, {"foreign_kill_spared": True, "kill_command": 0, "ps": b"",
+                                "communicate": (None, None), "own_session": True, "exec": None})
+"#;
+    let out = run(engine.run_unittest(job(GUARDED, test)));
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {:?}",
+        out.reason,
+        out.failures
+    );
+    assert!(
+        out.stdout.text.contains("Prevented attempt to kill PID"),
+        "{}",
+        out.stdout.text
+    );
+
+    // Without the guards, the same calls do what they say: the first kill is real.
+    let test = r#"
+import unittest, subprocess
+class TestCases(unittest.TestCase):
+    def test_unguarded(self):
+        with self.assertRaises(ProcessLookupError):
+            task_func()
+"#;
+    let mut unguarded = job(GUARDED, test);
+    unguarded.guards = false;
+    let out = run(engine.run_unittest(unguarded));
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {:?}",
+        out.reason,
+        out.failures
+    );
+}
+
+#[test]
+fn a_multiprocessing_pool_hangs_at_exit_under_the_guards_as_officially() {
+    // BigCodeBench/363's reference: the official harness times it out (a second pool's exit
+    // never returns, with the harness's manager process around).
+    let engine = engine();
+    let code = "from multiprocessing import Pool\nimport math\ndef task_func(n):\n    with Pool(2) as pool:\n        return pool.map(math.factorial, range(n))\n";
+    let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_pools(self):\n        self.assertEqual(task_func(0), [])\n        self.assertEqual(task_func(4), [1, 1, 2, 6])\n";
+    let mut guarded = job(code, test);
+    guarded.limits = Some(common::limits(5));
+    let out = run(engine.run_unittest(guarded.clone()));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    let mut free = guarded;
+    free.guards = false;
+    let out = run(engine.run_unittest(free));
+    assert_eq!(out.status, Status::Pass, "{} {:?}", out.reason, out.errors);
+}
+
+#[test]
+fn guarded_popen_children_stay_killable_and_a_second_setsid_fails_as_officially() {
+    // No `multiprocessing` in the code: the guards' bookkeeping starts with the first child.
+    let engine = engine();
+    let code = r#"
+import os, signal, subprocess
+def task_func():
+    child = subprocess.Popen(["sleep", "30"])
+    os.kill(child.pid, signal.SIGKILL)
+    killed = child.wait(timeout=5)
+    try:
+        subprocess.Popen(["sleep", "30"], start_new_session=True)
+        return killed, "started"
+    except subprocess.SubprocessError:
+        return killed, "refused"
+"#;
+    let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), (-9, 'refused'))\n";
+    let out = run(engine.run_unittest(job(code, test)));
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {:?} {:?}",
+        out.reason,
+        out.failures,
+        out.errors
+    );
+}

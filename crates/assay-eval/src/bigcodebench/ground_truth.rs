@@ -120,33 +120,38 @@ impl GroundTruthSummary {
 /// evaluation that needs it, even at once.
 pub struct References {
     dir: RunDir,
+    guards: bool,
     pub truth: GroundTruth,
 }
 
 impl References {
-    /// Opens (or creates) `cache/ground-truth/<dataset digest>-<environment>[-net]`.
+    /// Opens (or creates) `cache/ground-truth/<dataset digest>-<environment>-<settings>`:
+    /// reference results depend on the network, the official guards (see `Options::guards`)
+    /// and the limits as much as on the data and the environment.
     pub fn open(
         cache: &Path,
         dataset: &Dataset,
         environment: &str,
         network: bool,
+        guards: bool,
     ) -> Result<Self, String> {
-        let name = format!(
-            "{}-{environment}{}",
-            dataset.digest,
-            if network { "-net" } else { "" }
-        );
+        let identity = json!({
+            "dataset_digest": dataset.digest,
+            "environment": environment,
+            "network": network,
+            "guards": guards,
+            "timeout_seconds": REFERENCE_TIMEOUT.as_secs(),
+            "memory_bytes": REFERENCE_MEMORY_BYTES,
+        });
+        // Everything that can change a reference's verdict or time names the directory, so a
+        // cache kept from another setting (or an older assay) is never mistaken for this one.
+        let settings = blake3::hash(identity.to_string().as_bytes()).to_hex();
+        let name = format!("{}-{environment}-{}", dataset.digest, &settings[..8]);
         let path = cache.join("ground-truth").join(name);
         let manifest = json!({
             "assay_version": env!("CARGO_PKG_VERSION"),
             "kind": "bigcodebench-ground-truth",
-            "identity": {
-                "dataset_digest": dataset.digest,
-                "environment": environment,
-                "network": network,
-                "timeout_seconds": REFERENCE_TIMEOUT.as_secs(),
-                "memory_bytes": REFERENCE_MEMORY_BYTES,
-            },
+            "identity": identity,
             "dataset": dataset.source,
             "started_at": super::run::now(),
         });
@@ -163,6 +168,7 @@ impl References {
         }
         Ok(References {
             dir: opened.dir,
+            guards,
             truth,
         })
     }
@@ -218,6 +224,7 @@ impl References {
                 digest,
                 test: task.test.clone(),
                 limits: reference_limits(),
+                guards: self.guards,
             };
             let (engine, environment, done) = (engine.clone(), environment.clone(), done.clone());
             tokio::spawn(async move {

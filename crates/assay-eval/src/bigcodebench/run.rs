@@ -29,6 +29,9 @@ pub struct Options {
     pub time: TimePolicy,
     /// Whether jobs have the network.
     pub network: bool,
+    /// The official harness's process guards (see `UnittestJob::guards`): on by default, for
+    /// the official verdicts.
+    pub guards: bool,
 }
 
 /// The main-thread stack every job gets: the official harness sets 10 MiB.
@@ -151,6 +154,7 @@ pub(crate) struct Job {
     pub digest: String,
     pub test: String,
     pub limits: Limits,
+    pub guards: bool,
 }
 
 /// What a spawned job reports back.
@@ -163,6 +167,7 @@ pub(crate) enum Finished {
 pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) -> SampleResult {
     let mut unittest = UnittestJob::new(job.program, job.test);
     unittest.limits = Some(job.limits);
+    unittest.guards = job.guards;
     let outcome = engine.run_unittest(unittest).await;
     let infra = infra_cause(&outcome, environment);
     SampleResult {
@@ -327,6 +332,7 @@ impl Evaluation<'_> {
                 digest,
                 test: task.test.clone(),
                 limits: options.limits.clone(),
+                guards: options.guards,
             };
             let mut reference = waiting.get(&sample.task_id).cloned();
             let (engine, environment, tx, time) = (

@@ -36,6 +36,8 @@ from unittest import loader as _loader
 from unittest import result as _result
 from unittest import suite as _suite
 
+from . import official_guards
+
 DETAIL_CAP = 64 << 10
 _MISSING = object()
 _RANK = {"pass": 0, "skip": 0, "xfail": 0, "xpass": 0, "fail": 1, "error": 2}
@@ -325,6 +327,8 @@ def run(spec, emit):
     integrity = Integrity(Recorder)
     loader_class, suite_run = _loader.TestLoader, _suite.TestSuite.run
     _official_guard()
+    if spec.get("guards"):
+        official_guards.install(spec["code"] + spec["test"])
     name = spec.get("module", "__test__")
     filename = spec.get("filename", f"{name}.py")
     module = types.ModuleType(name)
