@@ -16,6 +16,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -91,17 +92,24 @@ def main():
     for sample_file in samples:
         name = sample_file.name[: -len(f"{SUFFIX}.jsonl")]
         run_dir = Path(args.out) / name
+        seconds = None
         if not args.compare_only:
+            started = time.monotonic()
             command = [args.assay, "eval", "bigcodebench-hard", "--samples", str(sample_file),
                        "--version", VERSION, "--out", str(run_dir), "--json", *args.eval_args]
             done = subprocess.run(command, stdout=subprocess.DEVNULL)
             if done.returncode != 0:
                 sys.exit(f"assay eval failed on {sample_file.name} (exit {done.returncode})")
+            seconds = time.monotonic() - started
         if not (run_dir / "results.jsonl").exists():
             print(f"{name}: no assay run in {run_dir}")
             continue
         official = official_verdicts(sample_file.with_name(sample_file.stem + "_eval_results.json"))
-        reports.append(compare(name, official, assay_verdicts(run_dir)))
+        report = compare(name, official, assay_verdicts(run_dir))
+        if seconds is not None:
+            print(f"  evaluated in {seconds:.0f} s (a finished run is not recomputed)")
+            report["seconds"] = round(seconds, 1)
+        reports.append(report)
     if not reports:
         sys.exit("nothing to compare")
     judged = sum(r["judged"] for r in reports)

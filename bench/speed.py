@@ -5,8 +5,8 @@ Installs the official evaluator (bigcodebench==0.2.5, --no-deps, as its Docker i
 its own virtual environment with the same pinned requirement set assay uses, then evaluates the
 same samples on the same dataset file with the same parallelism: first the official harness
 (`--execution local`, BIGCODEBENCH_OVERRIDE_PATH), then `assay eval`. Prints both wall times,
-the ratio, and how close assay came to its floor (the sum of the tests' own run times divided
-by the jobs), and how many verdicts the two gave alike.
+the ratio, how close assay came to its floors (the sum of the tests' own run times, and of
+their CPU times, divided by the jobs), and how many verdicts the two gave alike.
 
     python3 bench/speed.py                       # the 1,140 reference solutions, v0.1.4
     python3 bench/speed.py --samples FILE --subset hard --version v0.1.2
@@ -164,6 +164,9 @@ def main():
 
     records = [json.loads(l) for l in (assay_out / "results.jsonl").read_text().splitlines() if l]
     floor = sum(r["wall_seconds"] for r in records) / args.jobs
+    # Below the wall floor is possible: a job that waits lends its CPU slot. The CPU floor
+    # (the tests' own CPU time / jobs) is what no scheduling can beat.
+    cpu_floor = sum(r["cpu_seconds"] for r in records) / args.jobs
     official = verdicts_of_official(official_dir / name.replace(".jsonl", "_eval_results.json"))
     ours = {}
     for r in sorted(records, key=lambda r: r["index"]):
@@ -176,6 +179,8 @@ def main():
         "ratio": round(official_seconds / assay_seconds, 2),
         "assay_floor_seconds": round(floor, 1),
         "assay_over_floor": round(assay_seconds / floor, 2) if floor else None,
+        "assay_cpu_floor_seconds": round(cpu_floor, 1),
+        "assay_over_cpu_floor": round(assay_seconds / cpu_floor, 2) if cpu_floor else None,
         "same_verdicts": same, "assay_infra": infra, "run": str(run_dir),
     }
     print(f"{count} samples, {args.jobs} jobs, {args.subset} {args.version}")
@@ -183,6 +188,8 @@ def main():
     print(f"  assay eval         {assay_seconds:8.1f} s   ({official_seconds / assay_seconds:.1f}x faster)")
     print(f"  assay floor        {floor:8.1f} s   (tests' own time / jobs; assay at "
           f"{assay_seconds / floor:.2f}x of it)" if floor else "")
+    print(f"  assay CPU floor    {cpu_floor:8.1f} s   (tests' own CPU time / jobs; assay at "
+          f"{assay_seconds / cpu_floor:.2f}x of it)" if cpu_floor else "")
     print(f"  same verdicts      {same} of {count} (assay infra: {infra})")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")

@@ -297,6 +297,8 @@ mod tests {
         // A reference that fails or was never measured says nothing: the official limit.
         assert_eq!(secs(Some(reference(Status::Fail, 0.1))), 240.0);
         assert_eq!(secs(None), 240.0);
+        // A reference that hangs: whatever passes, passes fast.
+        assert_eq!(secs(Some(reference(Status::Timeout, 240.0))), 10.0);
         let fixed = TimePolicy::Fixed { seconds: 3.0 };
         assert_eq!(
             fixed

@@ -44,8 +44,10 @@ pub enum TimePolicy {
     /// The same limit for every task (`--timeout`; the official harness waits 240 s).
     Fixed { seconds: f64 },
     /// A budget per task from how long its reference solution takes here: `factor` times
-    /// that, at least `floor_seconds`, at most `cap_seconds`. Tasks whose reference does not
-    /// pass get the cap.
+    /// that, at least `floor_seconds`, at most `cap_seconds`. A task whose reference hangs
+    /// (times out even at the cap) gets the floor: samples that pass it do so quickly, and
+    /// those that hang like the reference would otherwise hold the end of every run for the
+    /// cap. Tasks whose reference fails or was not judged get the cap.
     Budget {
         floor_seconds: f64,
         factor: f64,
@@ -73,6 +75,7 @@ impl TimePolicy {
                 cap_seconds,
             } => match reference {
                 Some(r) if r.passed() => (r.seconds * factor).clamp(floor_seconds, cap_seconds),
+                Some(r) if r.status == Status::Timeout => floor_seconds,
                 _ => cap_seconds,
             },
         };
