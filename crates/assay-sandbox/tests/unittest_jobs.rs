@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use assay_sandbox::{IsolationLevel, Limits, Status, TestResult, UnittestJob};
+use assay_sandbox::{IsolationLevel, Limits, Status, TestResult, UnittestJob, UnittestOutcome};
 use common::{engine, run, DOUBLE, TRIVIAL_TEST};
 
 fn job(code: &str, test: &str) -> UnittestJob {
@@ -107,13 +107,7 @@ class TestCases(unittest.TestCase):
                                  "tmpdir": "/tmp"})
 "#;
     let out = run(engine.run_unittest(job(code, test)));
-    assert_eq!(
-        out.status,
-        Status::Pass,
-        "{} {:?}",
-        out.reason,
-        out.failures
-    );
+    assert_passed(&out);
 }
 
 #[test]
@@ -149,7 +143,7 @@ class TestCases(unittest.TestCase):
         self.assertEqual(matplotlib.get_backend().lower(), "agg")
 "#;
     let out = run(engine.run_unittest(job(code, test)));
-    assert_eq!(out.status, Status::Pass, "{} {:?}", out.reason, out.errors);
+    assert_passed(&out);
 }
 
 #[test]
@@ -287,13 +281,7 @@ fn the_network_is_shared_only_when_asked_for() {
         "import socket\nNAMES = [name for _, name in socket.if_nameindex()]\n".to_string() + DOUBLE;
     let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_interfaces(self):\n        self.assertGreater(len(NAMES), 1, NAMES)\n";
     let out = run(online.run_unittest(job(&code, test)));
-    assert_eq!(
-        out.status,
-        Status::Pass,
-        "{} {:?}",
-        out.reason,
-        out.failures
-    );
+    assert_passed(&out);
     let isolated = engine();
     assert!(isolated.isolation().layers.net_ns && !isolated.isolation().layers.network);
 }
@@ -332,13 +320,7 @@ class TestCases(unittest.TestCase):
                                 "communicate": (None, None), "own_session": True, "exec": None})
 "#;
     let out = run(engine.run_unittest(job(GUARDED, test)));
-    assert_eq!(
-        out.status,
-        Status::Pass,
-        "{} {:?}",
-        out.reason,
-        out.failures
-    );
+    assert_passed(&out);
     assert!(
         out.stdout.text.contains("Prevented attempt to kill PID"),
         "{}",
@@ -356,13 +338,7 @@ class TestCases(unittest.TestCase):
     let mut unguarded = job(GUARDED, test);
     unguarded.guards = false;
     let out = run(engine.run_unittest(unguarded));
-    assert_eq!(
-        out.status,
-        Status::Pass,
-        "{} {:?}",
-        out.reason,
-        out.failures
-    );
+    assert_passed(&out);
 }
 
 #[test]
@@ -379,7 +355,7 @@ fn a_multiprocessing_pool_hangs_at_exit_under_the_guards_as_officially() {
     let mut free = guarded;
     free.guards = false;
     let out = run(engine.run_unittest(free));
-    assert_eq!(out.status, Status::Pass, "{} {:?}", out.reason, out.errors);
+    assert_passed(&out);
 }
 
 #[test]
@@ -400,10 +376,15 @@ def task_func():
 "#;
     let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), (-9, 'refused'))\n";
     let out = run(engine.run_unittest(job(code, test)));
+    assert_passed(&out);
+}
+
+/// Asserts a job passed, showing why not.
+fn assert_passed(out: &UnittestOutcome) {
     assert_eq!(
         out.status,
         Status::Pass,
-        "{} {:?} {:?}",
+        "{} failures {:?} errors {:?}",
         out.reason,
         out.failures,
         out.errors
