@@ -343,11 +343,12 @@ class TestCases(unittest.TestCase):
 
 #[test]
 fn a_multiprocessing_pool_hangs_at_exit_under_the_guards_as_officially() {
-    // BigCodeBench/363's reference: the official harness times it out (a second pool's exit
-    // never returns, with the harness's manager process around).
+    // BigCodeBench/363's reference: the official harness times it out (a pool's exit never
+    // returns, with the harness's manager processes around). Whether one exit hangs is a race
+    // that the pool nearly always loses; twenty pools make a run without a hang unheard of.
     let engine = engine();
     let code = "from multiprocessing import Pool\nimport math\ndef task_func(n):\n    with Pool(2) as pool:\n        return pool.map(math.factorial, range(n))\n";
-    let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_pools(self):\n        self.assertEqual(task_func(0), [])\n        self.assertEqual(task_func(4), [1, 1, 2, 6])\n";
+    let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_pools(self):\n        for n in range(20):\n            self.assertEqual(len(task_func(n % 4)), n % 4)\n";
     let mut guarded = job(code, test);
     guarded.limits = Some(common::limits(5));
     let out = run(engine.run_unittest(guarded.clone()));
