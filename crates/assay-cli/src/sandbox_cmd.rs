@@ -80,7 +80,7 @@ pub struct EngineArgs {
     /// (sleeps, blocks on a subprocess or a socket) lends its slot to the next one.
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Jobs at once at most, counting those that lent their slot (default: 4 x --jobs;
+    /// Jobs at once at most, counting those that lent their slot (default: 8 x --jobs;
     /// equal to --jobs: no lending).
     #[arg(long)]
     pub max_jobs: Option<usize>,
@@ -142,9 +142,7 @@ pub async fn start_engine_in(args: &EngineArgs) -> Result<(Engine, Environment)>
         if jobs == 0 {
             bail!("--jobs must be at least 1");
         }
-        config.concurrency = jobs;
-        config.max_running = 4 * jobs;
-        config.prefork = jobs;
+        config.set_concurrency(jobs);
     }
     if let Some(max) = args.max_jobs {
         if max < config.concurrency {
