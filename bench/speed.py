@@ -34,10 +34,11 @@ OFFICIAL_VERSION = "0.2.5"
 
 
 def cache_root():
-    for var in ("ASSAY_CACHE_DIR",):
-        if os.environ.get(var):
-            return Path(os.environ[var])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ["HOME"], ".cache")
+    """assay's cache folder, found as assay finds it (crates/assay-pyenv/src/cache.rs)."""
+    if os.environ.get("ASSAY_CACHE_DIR"):
+        return Path(os.environ["ASSAY_CACHE_DIR"])
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = xdg if os.path.isabs(xdg) else os.path.join(os.environ["HOME"], ".cache")
     return Path(base) / "assay"
 
 

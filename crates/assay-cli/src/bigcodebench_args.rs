@@ -82,6 +82,13 @@ pub struct SemanticsArgs {
     pub no_official_guards: bool,
 }
 
+impl SemanticsArgs {
+    /// Whether jobs run under the official guards.
+    pub fn guards(&self) -> bool {
+        !self.no_official_guards
+    }
+}
+
 /// What the sandbox's environment lacks (said once, on stderr), and the reference runs of
 /// `dataset` in it.
 pub async fn prepare(

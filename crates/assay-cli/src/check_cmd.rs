@@ -33,7 +33,7 @@ pub struct CheckArgs {
 pub async fn run(args: CheckArgs) -> Result<i32> {
     let dataset = args.tasks.load()?;
     let (engine, env) = start_engine_in(&args.engine).await?;
-    let guards = !args.semantics.no_official_guards;
+    let guards = args.semantics.guards();
     let (environment, mut references) =
         prepare(&engine, &env, &dataset, args.engine.allow_network, guards).await?;
     let mut progress = Bar::new(args.json);

@@ -116,7 +116,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         },
         time,
         network: args.engine.allow_network,
-        guards: !args.semantics.no_official_guards,
+        guards: args.semantics.guards(),
     };
     let (engine, env) = start_engine_in(&args.engine).await?;
     let identity = json!({

@@ -297,20 +297,23 @@ impl JobCgroup {
 
     /// A meter of the job's CPU time while it runs.
     pub fn cpu_meter(&self) -> Option<CpuMeter> {
-        let dir = self.cpu.as_ref()?;
         Some(CpuMeter::Cgroup {
-            file: dir.join(if self.v2 { "cpu.stat" } else { "cpuacct.usage" }),
+            dir: self.cpu.clone()?,
             v2: self.v2,
         })
     }
 
     fn cpu_usage(&self) -> Option<Duration> {
-        let dir = self.cpu.as_ref()?;
-        if self.v2 {
-            read_keyed(&dir.join("cpu.stat"), "usage_usec").map(Duration::from_micros)
-        } else {
-            read_u64(&dir.join("cpuacct.usage")).map(Duration::from_nanos)
-        }
+        cpu_used(self.cpu.as_ref()?, self.v2)
+    }
+}
+
+/// The CPU time the processes of the cgroup at `dir` have used, gone or alive.
+pub(crate) fn cpu_used(dir: &Path, v2: bool) -> Option<Duration> {
+    if v2 {
+        read_keyed(&dir.join("cpu.stat"), "usage_usec").map(Duration::from_micros)
+    } else {
+        read_u64(&dir.join("cpuacct.usage")).map(Duration::from_nanos)
     }
 }
 

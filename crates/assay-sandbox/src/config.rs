@@ -113,7 +113,7 @@ pub struct EngineConfig {
 
 /// Default jobs running at once per CPU slot. Long waits come in clusters (a dataset's slowest
 /// tasks are mostly sleepers, and they start first): with 4 per slot, eight sleepers could
-/// fill the engine while a CPU sat idle; at 8 the 1,140 BigCodeBench references take 159 s
+/// fill the engine while a CPU sat idle; at 8 the 1,140 BigCodeBench references take 159-161 s
 /// instead of 173 s on 2 slots, the longest task's own 155 s being the bound.
 pub const RUNNING_PER_SLOT: usize = 8;
 
@@ -123,16 +123,17 @@ impl EngineConfig {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1);
-        EngineConfig {
+        let mut config = EngineConfig {
             python: python.into(),
             preload: Vec::new(),
             isolation: IsolationMode::Auto,
             namespaces: true,
             cgroups: true,
             network: false,
-            concurrency: cpus,
-            max_running: RUNNING_PER_SLOT * cpus,
-            prefork: cpus,
+            // Set just below, together.
+            concurrency: 0,
+            max_running: 0,
+            prefork: 0,
             limits: Limits::default(),
             workspace_mib: 1024,
             shm_mib: 256,
@@ -141,7 +142,9 @@ impl EngineConfig {
             env: BTreeMap::new(),
             scratch: None,
             runtime_dir: None,
-        }
+        };
+        config.set_concurrency(cpus);
+        config
     }
 
     /// `jobs` CPU slots, with the running bound and the prefork pool that go with them.

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
+use crate::cgroup;
+
 /// How often a running job's CPU use is read.
 const TICK: Duration = Duration::from_millis(250);
 /// The span over which CPU use is judged.
@@ -31,6 +33,8 @@ pub(crate) struct Slots {
     running: Semaphore,
     /// Slots owed by jobs that started computing again when none was free.
     debt: Mutex<usize>,
+    /// Whether a lent slot can admit anyone: not when every place is a slot.
+    lends: bool,
 }
 
 /// A running job's claim: always a place among the running jobs, and a slot unless lent.
@@ -48,6 +52,7 @@ impl Slots {
             free: Semaphore::new(cpus),
             running: Semaphore::new(max_running.max(cpus)),
             debt: Mutex::new(0),
+            lends: max_running > cpus,
         }
     }
 
@@ -93,8 +98,11 @@ impl Slot<'_> {
     }
 
     /// Lends and reclaims the slot as the job's CPU use, read from `meter`, goes down and
-    /// up. Runs until dropped.
+    /// up. Runs until dropped; reads nothing when lending could admit no one.
     pub async fn follow(&mut self, meter: &CpuMeter) -> Infallible {
+        if !self.slots.lends {
+            return std::future::pending().await;
+        }
         let mut seen: VecDeque<(Instant, Duration)> = VecDeque::new();
         let mut tick = tokio::time::interval(TICK);
         loop {
@@ -130,7 +138,7 @@ impl Drop for Slot<'_> {
 /// Reads the CPU time a job's process tree has used.
 pub(crate) enum CpuMeter {
     /// The job's cgroup counts every process in it, gone or alive.
-    Cgroup { file: PathBuf, v2: bool },
+    Cgroup { dir: PathBuf, v2: bool },
     /// Without a cgroup: the live processes from the job's root down (`/proc`).
     Tree(i32),
 }
@@ -138,20 +146,7 @@ pub(crate) enum CpuMeter {
 impl CpuMeter {
     pub fn read(&self) -> Option<Duration> {
         match self {
-            CpuMeter::Cgroup { file, v2: true } => {
-                let text = std::fs::read_to_string(file).ok()?;
-                let usec = text
-                    .lines()
-                    .find_map(|l| l.strip_prefix("usage_usec "))?
-                    .trim()
-                    .parse()
-                    .ok()?;
-                Some(Duration::from_micros(usec))
-            }
-            CpuMeter::Cgroup { file, v2: false } => {
-                let nsec = std::fs::read_to_string(file).ok()?.trim().parse().ok()?;
-                Some(Duration::from_nanos(nsec))
-            }
+            CpuMeter::Cgroup { dir, v2 } => cgroup::cpu_used(dir, *v2),
             CpuMeter::Tree(root) => {
                 let ticks = tree_ticks(*root)?;
                 Some(Duration::from_secs_f64(ticks as f64 / clock_ticks()))

@@ -3,8 +3,8 @@
 
 mod common;
 
-use assay_sandbox::{Engine, Status, UnittestJob};
-use common::{config, run};
+use assay_sandbox::{Engine, UnittestJob};
+use common::{assert_passed, config, run};
 
 /// A job that prints when it started, then waits or computes for `seconds`.
 fn job(body: &str, seconds: f64) -> UnittestJob {
@@ -18,6 +18,14 @@ fn job(body: &str, seconds: f64) -> UnittestJob {
 const WAITS: &str = "    time.sleep(end - time.time())";
 const COMPUTES: &str = "    while time.time() < end:\n        sum(range(1000))";
 
+/// An engine with one CPU slot and at most `max_running` jobs at once.
+fn one_slot(max_running: usize) -> Engine {
+    let mut config = config();
+    config.set_concurrency(1);
+    config.max_running = max_running;
+    run(Engine::start(config)).expect("engine")
+}
+
 /// When each of two jobs started (seconds since the epoch), run at once on `engine`.
 fn starts(engine: &Engine, body: &str) -> (f64, f64) {
     let (a, b) = run(async {
@@ -27,13 +35,7 @@ fn starts(engine: &Engine, body: &str) -> (f64, f64) {
         )
     });
     let start = |out: &assay_sandbox::UnittestOutcome| {
-        assert_eq!(
-            out.status,
-            Status::Pass,
-            "{} {}",
-            out.reason,
-            out.stderr.text
-        );
+        assert_passed(out);
         out.stdout.text.trim().parse::<f64>().unwrap()
     };
     (start(&a), start(&b))
@@ -41,11 +43,7 @@ fn starts(engine: &Engine, body: &str) -> (f64, f64) {
 
 #[test]
 fn a_waiting_job_lends_its_slot_and_computing_jobs_take_turns() {
-    let mut one_slot = config();
-    one_slot.concurrency = 1;
-    one_slot.max_running = 4;
-    one_slot.prefork = 1;
-    let engine = run(Engine::start(one_slot)).expect("engine");
+    let engine = one_slot(4);
     let (a, b) = starts(&engine, WAITS);
     // The second started once the first had been idle for a second or so, not after 3 s.
     assert!(
@@ -55,11 +53,7 @@ fn a_waiting_job_lends_its_slot_and_computing_jobs_take_turns() {
     let (a, b) = starts(&engine, COMPUTES);
     assert!((a - b).abs() > 2.5, "computing jobs overlapped: {a} {b}");
 
-    let mut no_lending = config();
-    no_lending.concurrency = 1;
-    no_lending.max_running = 1;
-    no_lending.prefork = 1;
-    let engine = run(Engine::start(no_lending)).expect("engine");
+    let engine = one_slot(1); // no lending
     let (a, b) = starts(&engine, WAITS);
     assert!(
         (a - b).abs() > 2.5,

@@ -4,8 +4,8 @@ mod common;
 
 use std::time::Duration;
 
-use assay_sandbox::{IsolationLevel, Limits, Status, TestResult, UnittestJob, UnittestOutcome};
-use common::{engine, run, DOUBLE, TRIVIAL_TEST};
+use assay_sandbox::{IsolationLevel, Limits, Status, TestResult, UnittestJob};
+use common::{assert_passed, engine, run, DOUBLE, TRIVIAL_TEST};
 
 fn job(code: &str, test: &str) -> UnittestJob {
     UnittestJob::new(code, test)
@@ -378,16 +378,4 @@ def task_func():
     let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_it(self):\n        self.assertEqual(task_func(), (-9, 'refused'))\n";
     let out = run(engine.run_unittest(job(code, test)));
     assert_passed(&out);
-}
-
-/// Asserts a job passed, showing why not.
-fn assert_passed(out: &UnittestOutcome) {
-    assert_eq!(
-        out.status,
-        Status::Pass,
-        "{} failures {:?} errors {:?}",
-        out.reason,
-        out.failures,
-        out.errors
-    );
 }

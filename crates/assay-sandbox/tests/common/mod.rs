@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use assay_pyenv::{Environment, Interpreter, Profile, SilentObserver};
-use assay_sandbox::{Engine, EngineConfig, IsolationMode, Limits};
+use assay_sandbox::{Engine, EngineConfig, IsolationMode, Limits, Status, UnittestOutcome};
 use tokio::runtime::Runtime;
 
 /// The test environment's interpreter, set up on first use.
@@ -88,3 +88,16 @@ class TestCases(unittest.TestCase):
 "#;
 
 pub const DOUBLE: &str = "def task_func(x):\n    return x * 2\n";
+
+/// Asserts a unittest job passed, showing why not.
+pub fn assert_passed(out: &UnittestOutcome) {
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} failures {:?} errors {:?} stderr {}",
+        out.reason,
+        out.failures,
+        out.errors,
+        out.stderr.text
+    );
+}
