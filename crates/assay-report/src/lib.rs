@@ -12,6 +12,8 @@
 //! reading `results.jsonl` back; a record torn by the kill is dropped and recomputed. Derived
 //! files are written to a temporary name and renamed, so they are either whole or absent.
 
+pub mod python_json;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -65,10 +67,67 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
 /// An open run directory.
 pub struct RunDir {
     path: PathBuf,
-    results: File,
-    last_sync: Instant,
+    results: Journal,
     lock: File,
     shared: bool,
+}
+
+/// An append-only JSON-lines log (`results.jsonl`, a generation log...): every record is
+/// flushed as it is appended and synced at least once a second, and a record torn by a kill
+/// is dropped when the log is opened again.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    last_sync: Instant,
+}
+
+impl Journal {
+    /// Opens the log at `path` (created if absent) with the complete records already in it.
+    pub fn open(path: &Path) -> Result<(Journal, Vec<Value>), RunDirError> {
+        let records = read_records(path)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)
+            .map_err(io(path))?;
+        let journal = Journal {
+            path: path.to_path_buf(),
+            file,
+            last_sync: Instant::now(),
+        };
+        Ok((journal, records))
+    }
+
+    /// Appends one record.
+    pub fn append(&mut self, record: &Value) -> Result<(), RunDirError> {
+        self.write(record, false)
+    }
+
+    /// Appends one record, first cutting a torn line another process may have left.
+    fn write(&mut self, record: &Value, cut_first: bool) -> Result<(), RunDirError> {
+        let mut line = serde_json::to_vec(record).expect("JSON values serialize");
+        line.push(b'\n');
+        let written = (|| {
+            if cut_first {
+                cut_torn_tail(&self.file)?;
+            }
+            self.file.write_all(&line)?;
+            self.file.flush()
+        })();
+        written.map_err(io(&self.path))?;
+        if self.last_sync.elapsed() >= SYNC_EVERY {
+            self.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Forces every appended record to disk.
+    pub fn sync(&mut self) -> Result<(), RunDirError> {
+        self.file.sync_data().map_err(io(&self.path))?;
+        self.last_sync = Instant::now();
+        Ok(())
+    }
 }
 
 /// A run directory as found: the records already there (none for a new run).
@@ -130,25 +189,17 @@ impl RunDir {
             compare_identity(path, &existing["identity"], &manifest["identity"])?;
         }
         let results_path = path.join(RESULTS);
-        let records = match existing {
-            Some(_) => read_records(&results_path)?,
-            None => {
-                write_atomically(&manifest_path, &to_pretty(manifest))?;
-                Vec::new()
-            }
-        };
-        let results = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(&results_path)
-            .map_err(io(&results_path))?;
+        if existing.is_none() {
+            // A new run: whatever an unfinished earlier start left is not ours.
+            remove_if_present(&results_path)?;
+            write_atomically(&manifest_path, &to_pretty(manifest))?;
+        }
+        let (results, records) = Journal::open(&results_path)?;
         Ok(Opened {
             resumed: !records.is_empty(),
             dir: RunDir {
                 path: path.to_path_buf(),
                 results,
-                last_sync: Instant::now(),
                 lock,
                 shared,
             },
@@ -162,35 +213,26 @@ impl RunDir {
 
     /// Appends one record to `results.jsonl`.
     pub fn append(&mut self, record: &Value) -> Result<(), RunDirError> {
-        let path = self.path.join(RESULTS);
-        let mut line = serde_json::to_vec(record).expect("JSON values serialize");
-        line.push(b'\n');
         if self.shared {
             lock_briefly(&self.path, &self.lock)?;
             // A process killed mid-record left a torn line: cut it before adding ours.
-            let written = cut_torn_tail(&self.results).and_then(|()| {
-                self.results.write_all(&line)?;
-                self.results.flush()
-            });
+            let written = self.results.write(record, true);
             unlock(&self.lock);
-            written.map_err(io(&path))?;
+            written
         } else {
-            self.results.write_all(&line).map_err(io(&path))?;
-            self.results.flush().map_err(io(&path))?;
+            self.results.append(record)
         }
-        if self.last_sync.elapsed() >= SYNC_EVERY {
-            self.results.sync_data().map_err(io(&path))?;
-            self.last_sync = Instant::now();
-        }
-        Ok(())
     }
 
     /// Forces every appended record to disk.
     pub fn sync(&mut self) -> Result<(), RunDirError> {
-        let path = self.path.join(RESULTS);
-        self.results.sync_data().map_err(io(&path))?;
-        self.last_sync = Instant::now();
-        Ok(())
+        self.results.sync()
+    }
+
+    /// Opens another append-only log of this run (`name` inside the directory), with the
+    /// records already in it.
+    pub fn journal(&self, name: &str) -> Result<(Journal, Vec<Value>), RunDirError> {
+        Journal::open(&self.path.join(name))
     }
 
     /// Writes `name` (pretty JSON) whole or not at all.
@@ -210,6 +252,11 @@ impl RunDir {
             text.push(b'\n');
         }
         write_atomically(&self.path.join(name), &text)
+    }
+
+    /// Writes `name` with `bytes`, whole or not at all.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), RunDirError> {
+        write_atomically(&self.path.join(name), bytes)
     }
 
     /// Replaces the manifest (its identity must not change).
@@ -346,6 +393,13 @@ fn read_records(path: &Path) -> Result<Vec<Value>, RunDirError> {
         file.set_len(good_len).map_err(io(path))?;
     }
     Ok(records)
+}
+
+fn remove_if_present(path: &Path) -> Result<(), RunDirError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(path)(e)),
+        _ => Ok(()),
+    }
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
