@@ -1,0 +1,102 @@
+//! The Anthropic Messages wire format.
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::request::Request;
+use crate::response::{decode, Generation, Usage};
+
+/// The API version header value; fixes the request and response shapes below.
+pub(crate) const API_VERSION: &str = "2023-06-01";
+
+/// The body for `POST {base}/v1/messages`, for one sample (the API has no `n`).
+///
+/// `top_p` is only sent when asked for: recent Claude models reject `temperature` and `top_p`
+/// together.
+pub(crate) fn message_body(model: &str, user: &str, request: &Request) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(request.max_tokens));
+    body.insert(
+        "messages".into(),
+        json!([{ "role": "user", "content": user }]),
+    );
+    body.insert("temperature".into(), json!(request.temperature));
+    if let Some(top_p) = request.top_p {
+        body.insert("top_p".into(), json!(top_p));
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop_sequences".into(), json!(request.stop));
+    }
+    Value::Object(body)
+}
+
+#[derive(Deserialize)]
+struct Message {
+    content: Vec<Block>,
+    stop_reason: Option<String>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: String,
+    text: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+/// Decodes a message into one sample: the concatenation of its `text` blocks. Thinking and
+/// other blocks are not part of the answer.
+pub(crate) fn parse_message(body: &[u8]) -> Result<Generation, String> {
+    let message: Message = decode(body)?;
+    let text = message
+        .content
+        .iter()
+        .filter(|block| block.kind == "text")
+        .filter_map(|block| block.text.as_deref())
+        .collect::<String>();
+    let usage = message.usage.unwrap_or_default();
+    Ok(Generation {
+        texts: vec![text],
+        finish_reasons: vec![message.stop_reason],
+        usage: Usage {
+            prompt_tokens: usage.input_tokens.unwrap_or(0),
+            completion_tokens: usage.output_tokens.unwrap_or(0),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_blocks_are_concatenated_and_thinking_ignored() {
+        let body = br#"{"id":"msg_1","type":"message","role":"assistant","model":"m",
+            "content":[{"type":"thinking","thinking":"hmm","signature":"s"},
+                       {"type":"text","text":"def f():"},{"type":"text","text":"\n    pass"}],
+            "stop_reason":"stop_sequence","stop_sequence":"\nif __name__",
+            "usage":{"input_tokens":12,"output_tokens":5}}"#;
+        let g = parse_message(body).unwrap();
+        assert_eq!(g.texts, ["def f():\n    pass"]);
+        assert_eq!(g.finish_reasons, [Some("stop_sequence".to_string())]);
+        assert_eq!(
+            g.usage,
+            Usage {
+                prompt_tokens: 12,
+                completion_tokens: 5
+            }
+        );
+    }
+
+    #[test]
+    fn a_body_without_content_is_an_error() {
+        assert!(parse_message(br#"{"type":"message"}"#).is_err());
+    }
+}

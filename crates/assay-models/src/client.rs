@@ -1,0 +1,331 @@
+//! The client: turns a [`Request`] into HTTP calls for the configured provider and retries
+//! them.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use serde_json::Value;
+
+use crate::config::{ApiKey, ClientConfig};
+use crate::error::{AttemptError, ConfigError, RequestError};
+use crate::http::Transport;
+use crate::openai::TokenLimit;
+use crate::request::{Prompt, Request};
+use crate::response::{Generation, Response};
+use crate::retry::{RetryEvent, RetryObserver, RetryPolicy};
+use crate::spec::{ModelSpec, Provider};
+use crate::{anthropic, openai};
+
+const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
+const OPENAI_HOST: &str = "api.openai.com";
+const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";
+
+/// Generates samples from one model. Cheap to clone (the connection pool is shared) and safe
+/// to use from many tasks at once.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+    observer: Option<RetryObserver>,
+}
+
+struct Inner {
+    spec: ModelSpec,
+    /// Base URL without a trailing slash.
+    base: String,
+    /// Sent with every request; the key, if any, is marked sensitive so that it never shows up
+    /// in `Debug` output of the headers.
+    headers: HeaderMap,
+    key: Option<ApiKey>,
+    /// Which token-limit field chat requests use for non-reasoning models.
+    chat_limit: TokenLimit,
+    transport: Transport,
+    policy: RetryPolicy,
+}
+
+impl Client {
+    /// Checks the configuration and builds the HTTP client. Fails when the base URL is not an
+    /// http(s) URL, or when a provider that needs a key has none.
+    pub fn new(config: ClientConfig) -> Result<Client, ConfigError> {
+        let provider = &config.spec.provider;
+        let default_base = match provider {
+            Provider::OpenAi => OPENAI_DEFAULT_BASE,
+            Provider::Anthropic => ANTHROPIC_DEFAULT_BASE,
+        };
+        let base = config.base_url.as_deref().unwrap_or(default_base);
+        let url = reqwest::Url::parse(base).map_err(|err| ConfigError::BadBaseUrl {
+            url: base.to_string(),
+            reason: err.to_string(),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(ConfigError::BadBaseUrl {
+                url: base.to_string(),
+                reason: "only http and https are supported".into(),
+            });
+        }
+        let official_openai = *provider == Provider::OpenAi && url.host_str() == Some(OPENAI_HOST);
+
+        let key = config
+            .api_key
+            .map(|key| key.expose().trim().to_string())
+            .filter(|key| !key.is_empty())
+            .map(ApiKey::new);
+        let env_var = provider.key_env_var();
+        match (&key, provider) {
+            (None, Provider::Anthropic) => {
+                return Err(ConfigError::MissingApiKey {
+                    env_var,
+                    what: "the Anthropic API",
+                })
+            }
+            (None, Provider::OpenAi) if official_openai => {
+                return Err(ConfigError::MissingApiKey {
+                    env_var,
+                    what: "the OpenAI API (api.openai.com)",
+                })
+            }
+            _ => {}
+        }
+
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let secret = |value: String| {
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| ConfigError::InvalidApiKey { env_var })?;
+            value.set_sensitive(true);
+            Ok::<_, ConfigError>(value)
+        };
+        match provider {
+            Provider::OpenAi => {
+                if let Some(key) = &key {
+                    headers.insert(AUTHORIZATION, secret(format!("Bearer {}", key.expose()))?);
+                }
+            }
+            Provider::Anthropic => {
+                if let Some(key) = &key {
+                    headers.insert(
+                        HeaderName::from_static("x-api-key"),
+                        secret(key.expose().into())?,
+                    );
+                }
+                headers.insert(
+                    HeaderName::from_static("anthropic-version"),
+                    HeaderValue::from_static(anthropic::API_VERSION),
+                );
+            }
+        }
+
+        Ok(Client {
+            inner: Arc::new(Inner {
+                base: base.trim_end_matches('/').to_string(),
+                headers,
+                key,
+                chat_limit: if official_openai {
+                    TokenLimit::MaxCompletionTokens
+                } else {
+                    TokenLimit::MaxTokens
+                },
+                transport: Transport::new(config.request_timeout)?,
+                policy: RetryPolicy {
+                    max_attempts: config.retries.saturating_add(1),
+                    backoff: config.backoff,
+                },
+                spec: config.spec,
+            }),
+            observer: None,
+        })
+    }
+
+    /// Calls `observer` before every retry wait (in addition to the `tracing::warn!` each retry
+    /// logs), e.g. to show retries on a progress bar.
+    pub fn on_retry(mut self, observer: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.observer = Some(Arc::new(observer));
+        self
+    }
+
+    /// The model this client talks to.
+    pub fn spec(&self) -> &ModelSpec {
+        &self.inner.spec
+    }
+
+    /// Generates `request.n` samples for one prompt, retrying transient failures.
+    pub async fn generate(&self, request: &Request) -> Result<Response, RequestError> {
+        let started = Instant::now();
+        let inner = &self.inner;
+        let model = inner.spec.model.as_str();
+        let observer = self.observer.as_ref();
+        let (generation, attempts) = if request.n == 0 {
+            (Generation::default(), 0)
+        } else {
+            match (&inner.spec.provider, &request.prompt) {
+                (Provider::OpenAi, Prompt::Chat { user }) => {
+                    let body = openai::chat_body(model, user, request, inner.chat_limit);
+                    let n = request.n;
+                    inner
+                        .call("/chat/completions", &body, observer, move |b| {
+                            openai::parse_chat(b, n)
+                        })
+                        .await?
+                }
+                (Provider::OpenAi, Prompt::Completion { prompt }) => {
+                    let body = openai::completion_body(model, prompt, request);
+                    let n = request.n;
+                    inner
+                        .call("/completions", &body, observer, move |b| {
+                            openai::parse_completion(b, n)
+                        })
+                        .await?
+                }
+                (Provider::Anthropic, Prompt::Chat { user }) => {
+                    let body = anthropic::message_body(model, user, request);
+                    self.anthropic_samples(body, request.n).await?
+                }
+                (Provider::Anthropic, Prompt::Completion { .. }) => {
+                    return Err(RequestError::Fatal {
+                        status: None,
+                        message: "Anthropic has no completions endpoint for raw prompts; \
+                                  use a chat prompt or an OpenAI-compatible server"
+                            .into(),
+                    })
+                }
+            }
+        };
+        Ok(Response {
+            texts: generation.texts,
+            finish_reasons: generation.finish_reasons,
+            usage: generation.usage,
+            latency: started.elapsed(),
+            attempts,
+        })
+    }
+
+    /// Anthropic has no `n`: sends `n` identical requests at once (each with its own retries)
+    /// and joins the samples in order. The first request to fail for good fails the call;
+    /// returning drops the task set, which cancels the others.
+    async fn anthropic_samples(
+        &self,
+        body: Value,
+        n: u32,
+    ) -> Result<(Generation, u32), RequestError> {
+        const PATH: &str = "/v1/messages";
+        let mut tasks = tokio::task::JoinSet::new();
+        for index in 0..n as usize {
+            let inner = Arc::clone(&self.inner);
+            let observer = self.observer.clone();
+            let body = body.clone();
+            tasks.spawn(async move {
+                let result = inner
+                    .call(PATH, &body, observer.as_ref(), anthropic::parse_message)
+                    .await;
+                (index, result)
+            });
+        }
+        let mut samples: Vec<Option<Generation>> = (0..n).map(|_| None).collect();
+        let mut attempts = 0;
+        while let Some(joined) = tasks.join_next().await {
+            let (index, result) = match joined {
+                Ok(done) => done,
+                Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+                Err(err) => {
+                    return Err(RequestError::Failed {
+                        attempts,
+                        message: format!("sample request was cancelled: {err}"),
+                    })
+                }
+            };
+            let (generation, made) = result?;
+            attempts = attempts.max(made);
+            samples[index] = Some(generation);
+        }
+        let mut all = Generation::default();
+        for generation in samples.into_iter().flatten() {
+            all.extend(generation);
+        }
+        Ok((all, attempts))
+    }
+}
+
+impl Inner {
+    /// POSTs `body` to `{base}{path}` with retries and decodes a 2xx body with `parse`; a body
+    /// that does not decode counts as a transient failure (truncated or garbled by a proxy).
+    async fn call(
+        &self,
+        path: &str,
+        body: &Value,
+        observer: Option<&RetryObserver>,
+        parse: impl Fn(&[u8]) -> Result<Generation, String>,
+    ) -> Result<(Generation, u32), RequestError> {
+        let url = format!("{}{path}", self.base);
+        let bytes = body.to_string().into_bytes();
+        let env_var = self.spec.provider.key_env_var();
+        let secret = self.key.as_ref().map(ApiKey::expose);
+        let label = self.spec.to_string();
+        self.policy
+            .run(&label, observer, || async {
+                let reply = self
+                    .transport
+                    .post(&url, &self.headers, bytes.clone(), env_var)
+                    .await;
+                reply
+                    .and_then(|reply| parse(&reply).map_err(AttemptError::retry))
+                    .map_err(|err| err.scrub(secret))
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Backoff;
+    use std::time::Duration;
+
+    fn client(spec: &str, base: Option<&str>) -> Client {
+        Client::new(ClientConfig {
+            spec: spec.parse().unwrap(),
+            base_url: base.map(String::from),
+            api_key: Some(ApiKey::new("k".into())),
+            request_timeout: Duration::from_secs(1),
+            retries: 0,
+            backoff: Backoff::default(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn token_limit_field_depends_on_the_host() {
+        let limit = |base| client("openai:gpt-4o", base).inner.chat_limit;
+        assert_eq!(limit(None), TokenLimit::MaxCompletionTokens);
+        assert_eq!(
+            limit(Some("https://api.openai.com/v1/")),
+            TokenLimit::MaxCompletionTokens
+        );
+        assert_eq!(
+            limit(Some("http://localhost:8000/v1")),
+            TokenLimit::MaxTokens
+        );
+        assert_eq!(
+            limit(Some("https://openrouter.ai/api/v1")),
+            TokenLimit::MaxTokens
+        );
+    }
+
+    #[test]
+    fn urls_and_headers() {
+        let c = client("openai:m", Some("http://localhost:8000/v1/"));
+        assert_eq!(c.inner.base, "http://localhost:8000/v1");
+        assert!(c.inner.headers[AUTHORIZATION].is_sensitive());
+        assert!(!format!("{:?}", c.inner.headers).contains("Bearer k"));
+        let c = client("anthropic:m", None);
+        assert_eq!(c.inner.base, ANTHROPIC_DEFAULT_BASE);
+        assert!(c.inner.headers["x-api-key"].is_sensitive());
+        assert!(!c.inner.headers.contains_key(AUTHORIZATION));
+    }
+
+    #[test]
+    fn client_is_shareable_across_tasks() {
+        fn shareable<T: Clone + Send + Sync + 'static>() {}
+        shareable::<Client>();
+    }
+}

@@ -1,0 +1,109 @@
+//! One HTTP attempt: POST a JSON body, read the whole answer within a deadline, and say how it
+//! failed if it did. Retrying is the caller's business (`retry.rs`), so reqwest never retries or
+//! follows redirects on its own.
+
+use std::error::Error as _;
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+
+use crate::error::{AttemptError, ConfigError};
+use crate::status;
+
+/// Upper bound for establishing a connection, so that an unreachable host fails fast even with
+/// a long per-attempt timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A pooled HTTP client with a per-attempt deadline.
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    timeout: Duration,
+}
+
+impl Transport {
+    pub(crate) fn new(timeout: Duration) -> Result<Self, ConfigError> {
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("assay/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(CONNECT_TIMEOUT.min(timeout))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|err| ConfigError::HttpClient(describe(&err)))?;
+        Ok(Transport { client, timeout })
+    }
+
+    /// POSTs `body` to `url` and returns the body of a 2xx response. The deadline covers
+    /// connecting, sending and reading the entire response, so a server that stalls mid-body
+    /// cannot hold the attempt forever.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+        key_env_var: &str,
+    ) -> Result<Vec<u8>, AttemptError> {
+        let attempt = async {
+            let response = self
+                .client
+                .post(url)
+                .headers(headers.clone())
+                .body(body)
+                .send()
+                .await
+                .map_err(|err| AttemptError::retry(describe(&err)))?;
+            let status = response.status();
+            let response_headers = response.headers().clone();
+            let bytes = response.bytes().await.map_err(|err| {
+                AttemptError::retry(format!("HTTP {}, then {}", status.as_u16(), describe(&err)))
+            })?;
+            tracing::debug!(
+                url,
+                status = status.as_u16(),
+                bytes = bytes.len(),
+                "model API response"
+            );
+            if status.is_success() {
+                Ok(bytes.to_vec())
+            } else {
+                Err(status::classify(
+                    status,
+                    &response_headers,
+                    &bytes,
+                    key_env_var,
+                ))
+            }
+        };
+        tokio::time::timeout(self.timeout, attempt)
+            .await
+            .unwrap_or_else(|_| {
+                Err(AttemptError::retry(format!(
+                    "no complete response within {:?}",
+                    self.timeout
+                )))
+            })
+    }
+}
+
+/// A reqwest error as a readable cause: what failed plus the chain of underlying errors
+/// (`connection failed: tcp connect error: Connection refused (os error 111)`). The URL reqwest
+/// puts in its own message is left out; the caller knows where it sent the request.
+fn describe(err: &reqwest::Error) -> String {
+    let mut out = String::from(if err.is_connect() {
+        "connection failed"
+    } else if err.is_body() || err.is_decode() {
+        "error reading the response body"
+    } else if err.is_builder() {
+        "invalid request"
+    } else {
+        "request failed"
+    });
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
+}

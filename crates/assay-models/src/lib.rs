@@ -1,0 +1,39 @@
+//! Talking to LLM APIs to generate samples.
+//!
+//! The caller gives a prompt text, stop strings and sampling parameters; this crate knows
+//! nothing of benchmarks or tasks. It speaks:
+//!
+//! * OpenAI chat completions (`{base}/chat/completions`) and legacy completions
+//!   (`{base}/completions`), which also covers OpenAI-compatible servers (vLLM, SGLang, TGI,
+//!   Ollama, llama.cpp, LM Studio, OpenRouter);
+//! * Anthropic Messages (`{base}/v1/messages`).
+//!
+//! Every request gets a bounded number of attempts with a per-attempt timeout. Transient
+//! failures (rate limits, overload, 5xx, timeouts, broken connections, garbled bodies) are
+//! retried after the server's `Retry-After` or an exponential backoff with jitter. Failures are
+//! sorted by consequence: [`RequestError::Failed`] loses one request,
+//! [`RequestError::Fatal`] means no request can succeed (bad key, unknown model, exhausted
+//! quota) and the run should stop.
+//!
+//! The API key is an [`ApiKey`], which never prints; it is sent in headers marked sensitive and
+//! scrubbed from provider error messages that echo it.
+
+mod anthropic;
+mod client;
+mod config;
+mod error;
+mod http;
+mod openai;
+mod request;
+mod response;
+mod retry;
+mod spec;
+mod status;
+
+pub use client::Client;
+pub use config::{ApiKey, Backoff, ClientConfig};
+pub use error::{ConfigError, RequestError};
+pub use request::{Prompt, Request};
+pub use response::{Response, Usage};
+pub use retry::RetryEvent;
+pub use spec::{ModelSpec, Provider, SpecError};

@@ -1,0 +1,251 @@
+//! The OpenAI wire format: chat completions and legacy completions, also spoken by vLLM, SGLang,
+//! TGI, Ollama, llama.cpp, LM Studio and OpenRouter.
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::request::Request;
+use crate::response::{decode, Generation, Usage};
+
+/// Which field carries the token limit.
+///
+/// api.openai.com deprecated `max_tokens` in favour of `max_completion_tokens`, and its
+/// reasoning models reject `max_tokens`; most OpenAI-compatible servers only know `max_tokens`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum TokenLimit {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl TokenLimit {
+    fn field(self) -> &'static str {
+        match self {
+            TokenLimit::MaxTokens => "max_tokens",
+            TokenLimit::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+/// OpenAI's reasoning models (o1, o3, o4, gpt-5 families, DeepSeek's `-reasoner`) reject
+/// `temperature`, `top_p` and `max_tokens`. Judged on the part after the last `/` so that router
+/// names like `openai/o3-mini` count too.
+pub(crate) fn is_reasoning_model(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    ["o1", "o3", "o4", "gpt-5"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || name.ends_with("-reasoner")
+}
+
+/// The body for `POST {base}/chat/completions`. `limit` is the field for non-reasoning models.
+pub(crate) fn chat_body(model: &str, user: &str, request: &Request, limit: TokenLimit) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert(
+        "messages".into(),
+        json!([{ "role": "user", "content": user }]),
+    );
+    let limit = if is_reasoning_model(model) {
+        TokenLimit::MaxCompletionTokens
+    } else {
+        body.insert("temperature".into(), json!(request.temperature));
+        if let Some(top_p) = request.top_p {
+            body.insert("top_p".into(), json!(top_p));
+        }
+        limit
+    };
+    body.insert(limit.field().into(), json!(request.max_tokens));
+    insert_n_and_stop(&mut body, request);
+    Value::Object(body)
+}
+
+/// The body for `POST {base}/completions`, which only ever knew `max_tokens`.
+pub(crate) fn completion_body(model: &str, prompt: &str, request: &Request) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("prompt".into(), json!(prompt));
+    body.insert("max_tokens".into(), json!(request.max_tokens));
+    body.insert("temperature".into(), json!(request.temperature));
+    if let Some(top_p) = request.top_p {
+        body.insert("top_p".into(), json!(top_p));
+    }
+    insert_n_and_stop(&mut body, request);
+    Value::Object(body)
+}
+
+/// `n` is left out for one sample (every server defaults to 1, some reject the field), `stop`
+/// when there are no stop strings.
+fn insert_n_and_stop(body: &mut Map<String, Value>, request: &Request) {
+    if request.n > 1 {
+        body.insert("n".into(), json!(request.n));
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop".into(), json!(request.stop));
+    }
+}
+
+#[derive(Deserialize)]
+struct ChatCompletion {
+    choices: Vec<ChatChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct ChatChoice {
+    index: Option<u32>,
+    message: ChatMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChatMessage {
+    /// `null` when the reply was filtered or is a refusal/tool call.
+    content: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct TextCompletion {
+    choices: Vec<TextChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct TextChoice {
+    index: Option<u32>,
+    text: String,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+impl From<Option<WireUsage>> for Usage {
+    fn from(usage: Option<WireUsage>) -> Self {
+        let usage = usage.unwrap_or_default();
+        Usage {
+            prompt_tokens: usage.prompt_tokens.unwrap_or(0),
+            completion_tokens: usage.completion_tokens.unwrap_or(0),
+        }
+    }
+}
+
+/// Decodes a chat completion holding at least `n` choices.
+pub(crate) fn parse_chat(body: &[u8], n: u32) -> Result<Generation, String> {
+    let reply: ChatCompletion = decode(body)?;
+    let choices = reply.choices.into_iter().map(|c| {
+        let text = c.message.content.unwrap_or_default();
+        (c.index, text, c.finish_reason)
+    });
+    collect_choices(choices, n, reply.usage.into())
+}
+
+/// Decodes a text completion holding at least `n` choices.
+pub(crate) fn parse_completion(body: &[u8], n: u32) -> Result<Generation, String> {
+    let reply: TextCompletion = decode(body)?;
+    let choices = reply
+        .choices
+        .into_iter()
+        .map(|c| (c.index, c.text, c.finish_reason));
+    collect_choices(choices, n, reply.usage.into())
+}
+
+/// Orders choices by `index` (servers may return them in any order; a missing index means
+/// list position) and keeps the first `n`.
+fn collect_choices(
+    choices: impl Iterator<Item = (Option<u32>, String, Option<String>)>,
+    n: u32,
+    usage: Usage,
+) -> Result<Generation, String> {
+    let mut choices: Vec<_> = choices
+        .enumerate()
+        .map(|(pos, (index, text, finish))| (index.map_or(pos as u64, u64::from), text, finish))
+        .collect();
+    if choices.len() < n as usize {
+        let hint = if choices.len() == 1 {
+            " (does the server support `n`?)"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "asked for {n} choices, the response has {}{hint}",
+            choices.len()
+        ));
+    }
+    choices.sort_by_key(|(index, _, _)| *index);
+    choices.truncate(n as usize);
+    let (texts, finish_reasons) = choices.into_iter().map(|(_, t, f)| (t, f)).unzip();
+    Ok(Generation {
+        texts,
+        finish_reasons,
+        usage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_models() {
+        for model in [
+            "o1",
+            "o1-mini",
+            "o3-mini",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5-mini",
+            "deepseek-reasoner",
+            "openai/o3",
+        ] {
+            assert!(is_reasoning_model(model), "{model}");
+        }
+        for model in [
+            "gpt-4o",
+            "gpt-4.1-mini",
+            "Qwen/Qwen2.5-Coder-7B",
+            "deepseek-chat",
+        ] {
+            assert!(!is_reasoning_model(model), "{model}");
+        }
+    }
+
+    #[test]
+    fn choices_are_ordered_by_index_and_null_content_is_empty() {
+        let body = br#"{"choices":[
+            {"index":1,"message":{"role":"assistant","content":null},"finish_reason":"content_filter"},
+            {"index":0,"message":{"role":"assistant","content":"a"},"finish_reason":"stop"}],
+            "usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#;
+        let g = parse_chat(body, 2).unwrap();
+        assert_eq!(g.texts, ["a", ""]);
+        assert_eq!(
+            g.finish_reasons,
+            [Some("stop".to_string()), Some("content_filter".to_string())]
+        );
+        assert_eq!(
+            g.usage,
+            Usage {
+                prompt_tokens: 3,
+                completion_tokens: 4
+            }
+        );
+    }
+
+    #[test]
+    fn too_few_choices_or_wrong_shape_is_an_error() {
+        let body = br#"{"choices":[{"index":0,"text":"x","finish_reason":"stop"}]}"#;
+        let err = parse_completion(body, 3).unwrap_err();
+        assert_eq!(
+            err,
+            "asked for 3 choices, the response has 1 (does the server support `n`?)"
+        );
+        let g = parse_completion(body, 1).unwrap();
+        assert_eq!(g.usage, Usage::default());
+        let err = parse_chat(b"{\"error\":{\"message\":\"upstream down\"}}", 1).unwrap_err();
+        assert_eq!(err, "response body is an error: upstream down");
+        let err = parse_chat(b"<html>", 1).unwrap_err();
+        assert!(err.starts_with("unexpected response body ("), "{err}");
+    }
+}

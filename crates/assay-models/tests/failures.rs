@@ -1,0 +1,425 @@
+//! Failure injection: what is retried, how long we wait, what fails for good, and that the API
+//! key never leaks.
+
+mod mock;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use assay_models::{
+    ApiKey, Backoff, Client, ClientConfig, ConfigError, Prompt, Request, RequestError,
+};
+use mock::{MockServer, Reply, Route};
+
+const KEY: &str = "sk-secret-0123456789";
+
+fn config(spec: &str, base: Option<String>) -> ClientConfig {
+    ClientConfig {
+        spec: spec.parse().unwrap(),
+        base_url: base,
+        api_key: Some(ApiKey::new(KEY.into())),
+        request_timeout: Duration::from_secs(10),
+        retries: 3,
+        backoff: Backoff {
+            initial: Duration::from_millis(1),
+            max: Duration::from_millis(5),
+        },
+    }
+}
+
+fn openai(server: &MockServer) -> Client {
+    Client::new(config("openai:gpt-4o-mini", Some(server.openai_base()))).unwrap()
+}
+
+fn chat(n: u32) -> Request {
+    Request {
+        prompt: Prompt::Chat { user: "p".into() },
+        n,
+        temperature: 0.0,
+        top_p: None,
+        max_tokens: 64,
+        stop: Vec::new(),
+    }
+}
+
+fn gap(server: &MockServer) -> Duration {
+    let requests = server.requests();
+    requests[1].received - requests[0].received
+}
+
+#[tokio::test]
+async fn retry_after_seconds_is_honoured() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Chat,
+        [
+            Reply::openai_error(429, "requests", "rate_limit_exceeded", "Rate limit reached")
+                .with_header("retry-after", "1"),
+        ],
+    );
+    let response = openai(&server).generate(&chat(1)).await.unwrap();
+    assert_eq!(response.attempts, 2);
+    assert!(gap(&server) >= Duration::from_secs(1), "{:?}", gap(&server));
+    assert!(response.latency >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn retry_after_ms_is_honoured() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Messages,
+        [
+            Reply::anthropic_error(529, "overloaded_error", "Overloaded")
+                .with_header("retry-after-ms", "250"),
+        ],
+    );
+    let client = Client::new(config("anthropic:claude-haiku-4-5", Some(server.url()))).unwrap();
+    let response = client.generate(&chat(1)).await.unwrap();
+    assert_eq!(response.attempts, 2);
+    assert!(
+        gap(&server) >= Duration::from_millis(250),
+        "{:?}",
+        gap(&server)
+    );
+}
+
+#[tokio::test]
+async fn server_error_then_success_reports_the_retry() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Chat,
+        [Reply::openai_error(500, "server_error", "", "boom")],
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&events);
+    let client = openai(&server).on_retry(move |event| {
+        seen.lock()
+            .unwrap()
+            .push((event.attempt, event.max_attempts, event.cause.to_string()));
+    });
+    let response = client.generate(&chat(1)).await.unwrap();
+    assert_eq!(response.attempts, 2);
+    assert_eq!(response.texts, ["reply 0"]);
+    assert_eq!(
+        *events.lock().unwrap(),
+        [(1, 4, "HTTP 500: boom (server_error)".to_string())]
+    );
+}
+
+#[tokio::test]
+async fn a_hanging_server_times_out_and_is_retried() {
+    let server = MockServer::start().await;
+    server.push(Route::Chat, [Reply::Hang]);
+    let client = Client::new(ClientConfig {
+        request_timeout: Duration::from_millis(300),
+        ..config("openai:m", Some(server.openai_base()))
+    })
+    .unwrap();
+    let started = Instant::now();
+    let response = client.generate(&chat(1)).await.unwrap();
+    assert_eq!(response.attempts, 2);
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn transient_transport_and_body_failures_are_retried() {
+    for (reply, expected_cause) in [
+        (
+            Reply::raw(200, "{\"choices\": ["),
+            "unexpected response body (EOF",
+        ),
+        (
+            Reply::raw(200, "{\"object\": \"list\"}"),
+            "unexpected response body (missing field `choices`",
+        ),
+        (Reply::Reset, "request failed: "),
+        (
+            Reply::Truncated,
+            "HTTP 200, then error reading the response body: ",
+        ),
+        (Reply::raw(408, ""), "HTTP 408: Request Timeout"),
+        (Reply::raw(409, ""), "HTTP 409: Conflict"),
+        (
+            Reply::raw(502, "<html>bad gateway</html>"),
+            "HTTP 502: <html>bad gateway</html>",
+        ),
+    ] {
+        let server = MockServer::start().await;
+        server.push(Route::Chat, [reply]);
+        let causes = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&causes);
+        let client =
+            openai(&server).on_retry(move |e| seen.lock().unwrap().push(e.cause.to_string()));
+        let response = client.generate(&chat(1)).await;
+        let response = response.unwrap_or_else(|e| panic!("{expected_cause}: {e}"));
+        assert_eq!(response.attempts, 2, "{expected_cause}");
+        assert_eq!(response.texts, ["reply 0"], "{expected_cause}");
+        let causes = causes.lock().unwrap();
+        assert_eq!(causes.len(), 1);
+        assert!(causes[0].starts_with(expected_cause), "{causes:?}");
+    }
+}
+
+#[tokio::test]
+async fn too_few_choices_is_retried_then_fails_with_the_reason() {
+    let server = MockServer::start().await;
+    server.respond_with(Route::Chat, |_| Reply::chat(&["only one"]));
+    match openai(&server).generate(&chat(3)).await {
+        Err(RequestError::Failed { attempts, message }) => {
+            assert_eq!(attempts, 4);
+            assert_eq!(
+                message,
+                "gave up after 4 attempts: asked for 3 choices, the response has 1 \
+                 (does the server support `n`?)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn exhausted_retries_fail_with_attempts_and_last_cause() {
+    let server = MockServer::start().await;
+    server.respond_with(Route::Messages, |_| {
+        Reply::anthropic_error(529, "overloaded_error", "Overloaded")
+    });
+    let client = Client::new(ClientConfig {
+        retries: 6,
+        ..config("anthropic:claude-haiku-4-5", Some(server.url()))
+    })
+    .unwrap();
+    match client.generate(&chat(1)).await {
+        Err(RequestError::Failed { attempts, message }) => {
+            assert_eq!(attempts, 7);
+            assert_eq!(
+                message,
+                "gave up after 7 attempts: HTTP 529: Overloaded (overloaded_error)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.requests().len(), 7);
+}
+
+#[tokio::test]
+async fn connection_refused_is_retried_then_fails() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let client = Client::new(ClientConfig {
+        retries: 1,
+        ..config("openai:m", Some(format!("http://127.0.0.1:{port}/v1")))
+    })
+    .unwrap();
+    match client.generate(&chat(1)).await {
+        Err(RequestError::Failed { attempts, message }) => {
+            assert_eq!(attempts, 2);
+            assert!(
+                message.starts_with("gave up after 2 attempts: connection failed"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn bad_request_fails_at_once() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Chat,
+        [Reply::openai_error(
+            400,
+            "invalid_request_error",
+            "context_length_exceeded",
+            "This model's maximum context length is 128000 tokens.",
+        )],
+    );
+    match openai(&server).generate(&chat(1)).await {
+        Err(RequestError::Failed { attempts, message }) => {
+            assert_eq!(attempts, 1);
+            assert_eq!(
+                message,
+                "HTTP 400: This model's maximum context length is 128000 tokens. \
+                 (context_length_exceeded)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn unauthorized_is_fatal_and_never_shows_the_key() {
+    let server = MockServer::start().await;
+    // OpenAI echoes (part of) the key it was sent.
+    server.push(
+        Route::Chat,
+        [Reply::openai_error(
+            401,
+            "invalid_request_error",
+            "invalid_api_key",
+            &format!("Incorrect API key provided: {KEY}."),
+        )],
+    );
+    let err = openai(&server).generate(&chat(1)).await.unwrap_err();
+    match &err {
+        RequestError::Fatal { status, message } => {
+            assert_eq!(*status, Some(401));
+            assert_eq!(
+                message,
+                "HTTP 401: Incorrect API key provided: <redacted>. (invalid_api_key) \
+                 (check OPENAI_API_KEY)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!format!("{err} {err:?}").contains(KEY));
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn quota_exhaustion_is_fatal_but_rate_limits_are_not() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Chat,
+        [Reply::openai_error(
+            429,
+            "insufficient_quota",
+            "insufficient_quota",
+            "You exceeded your current quota, please check your plan and billing details.",
+        )],
+    );
+    match openai(&server).generate(&chat(1)).await {
+        Err(RequestError::Fatal { status, message }) => {
+            assert_eq!(status, Some(429));
+            assert!(message.contains("exceeded your current quota"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.requests().len(), 1);
+
+    server.push(
+        Route::Messages,
+        [Reply::anthropic_error(
+            400,
+            "invalid_request_error",
+            "Your credit balance is too low to access the Anthropic API.",
+        )],
+    );
+    let client = Client::new(config("anthropic:claude-haiku-4-5", Some(server.url()))).unwrap();
+    assert!(matches!(
+        client.generate(&chat(1)).await,
+        Err(RequestError::Fatal {
+            status: Some(400),
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn unknown_model_is_fatal() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Messages,
+        [Reply::anthropic_error(
+            404,
+            "not_found_error",
+            "model: claude-nope",
+        )],
+    );
+    let client = Client::new(config("anthropic:claude-nope", Some(server.url()))).unwrap();
+    match client.generate(&chat(1)).await {
+        Err(RequestError::Fatal { status, message }) => {
+            assert_eq!(status, Some(404));
+            assert_eq!(message, "HTTP 404: model: claude-nope (not_found_error)");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn one_anthropic_sample_failing_for_good_fails_the_call() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Messages,
+        [Reply::anthropic_error(
+            400,
+            "invalid_request_error",
+            "prompt is too long",
+        )],
+    );
+    let client = Client::new(config("anthropic:claude-haiku-4-5", Some(server.url()))).unwrap();
+    match client.generate(&chat(3)).await {
+        Err(RequestError::Failed { attempts, message }) => {
+            assert_eq!(attempts, 1);
+            assert_eq!(
+                message,
+                "HTTP 400: prompt is too long (invalid_request_error)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn missing_keys_are_refused_where_required() {
+    let without_key = |spec: &str, base: Option<&str>| {
+        Client::new(ClientConfig {
+            api_key: None,
+            ..config(spec, base.map(String::from))
+        })
+    };
+    let err = without_key("openai:gpt-4o", None).err().unwrap();
+    assert!(matches!(
+        err,
+        ConfigError::MissingApiKey {
+            env_var: "OPENAI_API_KEY",
+            ..
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "OPENAI_API_KEY is not set: the OpenAI API (api.openai.com) needs an API key"
+    );
+    let err = without_key("openai:gpt-4o", Some("https://api.openai.com/v1/"))
+        .err()
+        .unwrap();
+    assert!(matches!(err, ConfigError::MissingApiKey { .. }));
+    let err = without_key("anthropic:claude-haiku-4-5", Some("http://127.0.0.1:1"))
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "ANTHROPIC_API_KEY is not set: the Anthropic API needs an API key"
+    );
+    // A local OpenAI-compatible server may need none; an empty key counts as none.
+    assert!(without_key("openai:local", Some("http://127.0.0.1:8000/v1")).is_ok());
+    let empty = Client::new(ClientConfig {
+        api_key: Some(ApiKey::new("  ".into())),
+        ..config("openai:gpt-4o", None)
+    });
+    assert!(matches!(empty, Err(ConfigError::MissingApiKey { .. })));
+
+    let bad = Client::new(config("openai:m", Some("localhost:8000".into())));
+    assert!(
+        matches!(bad, Err(ConfigError::BadBaseUrl { .. })),
+        "{:?}",
+        bad.err()
+    );
+}
+
+#[test]
+fn the_key_never_prints() {
+    let key = ApiKey::new(KEY.into());
+    assert_eq!(format!("{key}"), "<redacted>");
+    assert_eq!(format!("{key:?}"), "<redacted>");
+    let config = config("openai:m", None);
+    assert!(!format!("{config:?}").contains(KEY));
+}
