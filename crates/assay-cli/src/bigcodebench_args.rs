@@ -9,7 +9,7 @@ use assay_eval::bigcodebench::ground_truth::References;
 use assay_eval::bigcodebench::run::{missing_modules, Progress, SampleResult};
 use assay_eval::bigcodebench::verdict::Environment;
 use assay_sandbox::{Engine, Status};
-use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
+use assay_tasks::bigcodebench::{Dataset, Split, Subset, VERSIONS};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -61,6 +61,28 @@ impl DatasetArgs {
             dataset.select(&ids)?;
         }
         Ok(dataset)
+    }
+
+    /// The run directory when none is given: runs/<benchmark>-<version>-<split>-<model>.
+    pub fn default_out(&self, split: Split, model: &str) -> PathBuf {
+        PathBuf::from("runs").join(format!(
+            "{}-{}-{}-{model}",
+            self.benchmark.name(),
+            self.dataset
+                .as_ref()
+                .map_or(self.version.as_str(), |_| "custom"),
+            split.as_str(),
+        ))
+    }
+
+    /// The task selection as part of a run's identity: what decides which tasks a run has.
+    pub fn identity(&self, dataset: &Dataset) -> serde_json::Value {
+        serde_json::json!({
+            "benchmark": self.benchmark.name(),
+            "dataset": self.source(),
+            "dataset_digest": dataset.digest,
+            "tasks": self.tasks,
+        })
     }
 
     /// The version, or the dataset file, as run directories and summaries name it.
@@ -126,6 +148,20 @@ pub async fn prepare(
     Ok((environment, references))
 }
 
+/// A progress bar `{bar} done/total{unit} [elapsed < ETA] message`, hidden when `quiet` (and
+/// by indicatif when stderr is not a terminal).
+pub fn progress_bar(quiet: bool, unit: &str) -> ProgressBar {
+    let bar = if quiet {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(0)
+    };
+    let template =
+        format!("{{bar:30}} {{pos}}/{{len}}{unit} [{{elapsed_precise}} < {{eta_precise}}] {{msg}}");
+    bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
+    bar
+}
+
 /// A progress bar with the live status counts and ETA (hidden when not a terminal or with
 /// --json).
 pub struct Bar {
@@ -136,19 +172,8 @@ pub struct Bar {
 
 impl Bar {
     pub fn new(quiet: bool) -> Self {
-        let bar = if quiet {
-            ProgressBar::hidden()
-        } else {
-            ProgressBar::new(0)
-        };
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:30} {pos}/{len} [{elapsed_precise} < {eta_precise}] {msg}",
-            )
-            .expect("valid template"),
-        );
         Bar {
-            bar,
+            bar: progress_bar(quiet, ""),
             counts: BTreeMap::new(),
             references: (0, 0),
         }

@@ -7,9 +7,11 @@ use anyhow::{bail, Result};
 use assay_eval::bigcodebench::run::{
     model_name, now, Evaluation, Options, Summary, TimePolicy, STACK_BYTES,
 };
-use assay_eval::bigcodebench::samples;
-use assay_report::RunDir;
+use assay_eval::bigcodebench::samples::{self, Samples};
+use assay_report::{Opened, RunDir};
+use assay_sandbox::Engine;
 use assay_sandbox::Limits;
+use assay_tasks::bigcodebench::Dataset;
 use assay_tasks::bigcodebench::Split;
 use clap::{Args, ValueEnum};
 use serde_json::json;
@@ -38,6 +40,16 @@ pub struct EvalArgs {
     /// same command resumes it.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub judging: JudgingArgs,
+}
+
+/// How samples are judged: what `assay eval` and `assay run` share.
+#[derive(Args)]
+pub struct JudgingArgs {
     /// Run solutions as given, without the official calibration prefix.
     #[arg(long)]
     pub no_calibrate: bool,
@@ -48,19 +60,24 @@ pub struct EvalArgs {
     /// Memory limit per sample, in MiB.
     #[arg(long, default_value_t = 8192)]
     pub memory: u64,
-    /// Print the summary as JSON.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
     pub semantics: SemanticsArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
 
+impl SplitArg {
+    pub fn split(self) -> Split {
+        match self {
+            SplitArg::Complete => Split::Complete,
+            SplitArg::Instruct => Split::Instruct,
+        }
+    }
+}
+
 fn split_of(args: &EvalArgs) -> Split {
     match args.split {
-        Some(SplitArg::Complete) => Split::Complete,
-        Some(SplitArg::Instruct) => Split::Instruct,
+        Some(split) => split.split(),
         None => {
             let name = args
                 .samples
@@ -75,16 +92,129 @@ fn split_of(args: &EvalArgs) -> Split {
     }
 }
 
-pub async fn run(args: EvalArgs) -> Result<i32> {
-    let time = match args.timeout {
-        None => TimePolicy::DEFAULT,
-        Some(seconds) if seconds.is_finite() && seconds > 0.0 => TimePolicy::Fixed { seconds },
-        Some(_) => bail!("--timeout must be a positive number of seconds"),
-    };
-    if args.memory < 64 {
-        bail!("--memory must be at least 64 MiB");
+/// A started engine and the settings samples are judged with.
+pub struct Judge {
+    engine: Engine,
+    env: assay_pyenv::Environment,
+    options: Options,
+    memory_mib: u64,
+}
+
+impl JudgingArgs {
+    /// Checks the settings and starts the engine (setting up its environment if needed).
+    pub async fn start(&self, split: Split) -> Result<Judge> {
+        let time = match self.timeout {
+            None => TimePolicy::DEFAULT,
+            Some(seconds) if seconds.is_finite() && seconds > 0.0 => TimePolicy::Fixed { seconds },
+            Some(_) => bail!("--timeout must be a positive number of seconds"),
+        };
+        if self.memory < 64 {
+            bail!("--memory must be at least 64 MiB");
+        }
+        let options = Options {
+            split,
+            calibrated: !self.no_calibrate,
+            limits: Limits {
+                memory_bytes: self.memory << 20,
+                stack_bytes: Some(STACK_BYTES),
+                ..Limits::default()
+            },
+            time,
+            network: self.engine.allow_network,
+            guards: self.semantics.guards(),
+        };
+        let (engine, env) = start_engine_in(&self.engine).await?;
+        Ok(Judge {
+            engine,
+            env,
+            options,
+            memory_mib: self.memory,
+        })
     }
+}
+
+/// One evaluation into an open run directory.
+pub struct Evaluate<'a> {
+    pub dataset: &'a Dataset,
+    pub samples: &'a Samples,
+    pub run: &'a mut RunDir,
+    pub records: Vec<serde_json::Value>,
+    pub model: &'a str,
+    pub unanswered: &'a [(String, String)],
+    pub quiet: bool,
+}
+
+impl Judge {
+    /// The settings that decide verdicts, for a run's identity.
+    pub fn identity(&self) -> serde_json::Value {
+        json!({
+            "split": self.options.split.as_str(),
+            "calibrated": self.options.calibrated,
+            "time_policy": self.options.time,
+            "memory_mib": self.memory_mib,
+            "network": self.options.network,
+            "guards": self.options.guards,
+            "environment": self.env.key(),
+        })
+    }
+
+    /// The environment's interpreter (the sanitizer checks syntax with it).
+    pub fn python(&self) -> std::path::PathBuf {
+        self.env.python()
+    }
+
+    /// Opens (or resumes) the run directory `out` for `manifest`, adding where code runs.
+    pub fn open(&self, out: &Path, mut manifest: serde_json::Value) -> Result<Opened> {
+        merge(
+            &mut manifest,
+            json!({
+                "python": self.engine.python_version(),
+                "isolation": self.engine.isolation(),
+            }),
+        );
+        let opened = RunDir::open(out, &manifest)?;
+        if opened.resumed {
+            eprintln!(
+                "assay: resuming {} ({} samples already evaluated)",
+                out.display(),
+                opened.records.len()
+            );
+        }
+        Ok(opened)
+    }
+
+    pub async fn evaluate(&self, job: Evaluate<'_>) -> Result<Summary> {
+        let (environment, mut references) = prepare(
+            &self.engine,
+            &self.env,
+            job.dataset,
+            self.options.network,
+            self.options.guards,
+        )
+        .await?;
+        let evaluation = Evaluation {
+            engine: &self.engine,
+            dataset: job.dataset,
+            samples: job.samples,
+            options: &self.options,
+            environment: &environment,
+            model: job.model,
+            unanswered: job.unanswered,
+        };
+        let mut progress = Bar::new(job.quiet);
+        let summary = evaluation
+            .run(job.run, job.records, &mut references, &mut progress)
+            .await
+            .map_err(anyhow::Error::msg)?;
+        drop(progress);
+        job.run.write_json("summary.json", &summary)?;
+        Ok(summary)
+    }
+}
+
+pub async fn run(args: EvalArgs) -> Result<i32> {
     let split = split_of(&args);
+    let judge = args.judging.start(split).await?;
     let dataset = args.tasks.load()?;
     let benchmark = args.tasks.benchmark.name();
     let samples = samples::load(&args.samples, &dataset)?;
@@ -94,94 +224,56 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
             samples.skipped,
         );
     }
-    let version = args.tasks.source();
-    let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("runs").join(format!(
-            "{benchmark}-{}-{}-{}",
-            args.tasks
-                .dataset
-                .as_ref()
-                .map_or(args.tasks.version.as_str(), |_| "custom"),
-            split.as_str(),
-            model_name(&args.samples)
-        ))
-    });
-    let options = Options {
-        split,
-        calibrated: !args.no_calibrate,
-        limits: Limits {
-            memory_bytes: args.memory << 20,
-            stack_bytes: Some(STACK_BYTES),
-            ..Limits::default()
-        },
-        time,
-        network: args.engine.allow_network,
-        guards: args.semantics.guards(),
-    };
-    let (engine, env) = start_engine_in(&args.engine).await?;
-    let identity = json!({
-        "benchmark": benchmark,
-        "dataset": version,
-        "dataset_digest": dataset.digest,
-        "tasks": args.tasks.tasks,
-        "samples_digest": samples.digest,
-        "split": split.as_str(),
-        "calibrated": options.calibrated,
-        "time_policy": options.time,
-        "memory_mib": args.memory,
-        "network": options.network,
-        "guards": options.guards,
-        "environment": env.key(),
-    });
+    let model = model_name(&args.samples);
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.tasks.default_out(split, &model));
+    let mut identity = args.tasks.identity(&dataset);
+    merge(&mut identity, judge.identity());
+    identity["samples_digest"] = json!(samples.digest);
     let manifest = json!({
         "assay_version": env!("CARGO_PKG_VERSION"),
         "kind": "bigcodebench-eval",
         "identity": identity,
         "samples": std::fs::canonicalize(&args.samples).unwrap_or(args.samples.clone()),
         "started_at": now(),
-        "python": engine.python_version(),
-        "isolation": engine.isolation(),
     });
-    let opened = RunDir::open(&out, &manifest)?;
+    let opened = judge.open(&out, manifest)?;
     let mut run = opened.dir;
-    if opened.resumed {
-        eprintln!(
-            "assay: resuming {} ({} samples already evaluated)",
-            out.display(),
-            opened.records.len()
-        );
-    }
     let originals: Vec<serde_json::Value> = samples
         .samples
         .iter()
         .map(|s| serde_json::Value::Object(s.fields.clone()))
         .collect();
     run.write_lines("samples.jsonl", &originals)?;
-    let (environment, mut references) =
-        prepare(&engine, &env, &dataset, options.network, options.guards).await?;
-    let evaluation = Evaluation {
-        engine: &engine,
-        dataset: &dataset,
-        samples: &samples,
-        options: &options,
-        environment: &environment,
-    };
-    let mut progress = Bar::new(args.json);
-    let summary = evaluation
-        .run(&mut run, opened.records, &mut references, &mut progress)
-        .await
-        .map_err(anyhow::Error::msg)?;
-    drop(progress);
-    run.write_json("summary.json", &summary)?;
+    let summary = judge
+        .evaluate(Evaluate {
+            dataset: &dataset,
+            samples: &samples,
+            run: &mut run,
+            records: opened.records,
+            model: &model,
+            unanswered: &[],
+            quiet: args.json,
+        })
+        .await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
-        print_summary(benchmark, split, &version, &summary, run.path());
+        print_summary(benchmark, split, &args.tasks.source(), &summary, run.path());
     }
     Ok(0)
 }
 
-fn print_summary(benchmark: &str, split: Split, version: &str, summary: &Summary, dir: &Path) {
+/// Adds `extra`'s fields to the object `into`.
+pub fn merge(into: &mut serde_json::Value, extra: serde_json::Value) {
+    if let (Some(into), serde_json::Value::Object(extra)) = (into.as_object_mut(), extra) {
+        into.extend(extra);
+    }
+}
+
+pub fn print_summary(benchmark: &str, split: Split, version: &str, summary: &Summary, dir: &Path) {
     println!(
         "{benchmark} ({}, {version}): {} samples, {} of {} tasks scored",
         split.as_str(),

@@ -5,6 +5,8 @@ mod bigcodebench_args;
 mod check_cmd;
 mod env_cmd;
 mod eval_cmd;
+mod generate_cmd;
+mod run_cmd;
 mod sandbox_cmd;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +32,12 @@ enum Command {
     /// Evaluate a model's samples: every sample run against its tests, the official verdicts
     /// and result files, resumable.
     Eval(eval_cmd::EvalArgs),
+    /// Ask a model for answers (the official prompts and sanitizer) into a run directory's
+    /// samples.jsonl, resumably.
+    Generate(generate_cmd::GenerateArgs),
+    /// Generate, then evaluate, into one run directory. Without --model the reference
+    /// solutions answer: a self-check of the whole pipeline that works offline.
+    Run(run_cmd::RunArgs),
     /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
@@ -42,6 +50,8 @@ fn main() -> std::process::ExitCode {
         Command::Check(args) => block_on(check_cmd::run(args)),
         Command::Env(cmd) => env_cmd::run(cmd).map(|()| 0),
         Command::Eval(args) => block_on(eval_cmd::run(args)),
+        Command::Generate(args) => block_on(generate_cmd::run(args)),
+        Command::Run(args) => block_on(run_cmd::run(args)),
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),
     };
     match result {

@@ -137,6 +137,64 @@ pub struct Summary {
     pub wall_seconds: f64,
 }
 
+/// The verdicts `records` (an earlier run's) already give, by sample index. A record counts
+/// for a sample of the same task that executes the same program, wherever that sample now is
+/// in the file (a resumed `assay run` may have added answers since); records that fit no
+/// sample are dropped.
+fn reuse(
+    run: &RunDir,
+    records: Vec<Value>,
+    samples: &Samples,
+    tasks: &HashMap<&str, &Task>,
+    options: &Options,
+) -> Result<BTreeMap<usize, SampleResult>, String> {
+    let mut earlier: HashMap<(String, String), Vec<SampleResult>> = HashMap::new();
+    for (line, record) in records.into_iter().enumerate() {
+        let result: SampleResult = serde_json::from_value(record).map_err(|e| {
+            format!(
+                "{}:{}: not a sample result: {e}",
+                run.path().join(assay_report::RESULTS).display(),
+                line + 1
+            )
+        })?;
+        earlier
+            .entry((result.task_id.clone(), result.program_digest.clone()))
+            .or_default()
+            .push(result);
+    }
+    let mut results = BTreeMap::new();
+    for sample in &samples.samples {
+        let (_, digest) = program(sample, tasks[sample.task_id.as_str()], options);
+        if let Some(mut result) = earlier
+            .get_mut(&(sample.task_id.clone(), digest))
+            .and_then(Vec::pop)
+        {
+            result.index = sample.index;
+            results.insert(sample.index, result);
+        }
+    }
+    Ok(results)
+}
+
+/// The verdict of a sample the model never answered.
+fn no_answer(index: usize, task_id: &str, why: &str, isolation: IsolationLevel) -> SampleResult {
+    let cause = InfraCause::NoAnswer(why.to_string());
+    SampleResult {
+        index,
+        task_id: task_id.to_string(),
+        program_digest: String::new(),
+        status: Status::Infra,
+        reason: cause.to_string(),
+        official: None,
+        infra: Some(cause),
+        tests: Vec::new(),
+        wall_seconds: 0.0,
+        cpu_seconds: None,
+        memory_peak_bytes: None,
+        isolation,
+    }
+}
+
 /// A short digest of a program: records name what they executed.
 pub(crate) fn digest(program: &str) -> String {
     blake3::hash(program.as_bytes()).to_hex()[..16].to_string()
@@ -260,6 +318,11 @@ pub struct Evaluation<'a> {
     pub samples: &'a Samples,
     pub options: &'a Options,
     pub environment: &'a Environment,
+    /// The model's name in `pass_at_k.json`.
+    pub model: &'a str,
+    /// Samples the model never answered (task id, why): `infra` verdicts, kept out of
+    /// `results.jsonl` because a resumed run asks the model again.
+    pub unanswered: &'a [(String, String)],
 }
 
 impl Evaluation<'_> {
@@ -280,6 +343,8 @@ impl Evaluation<'_> {
             samples,
             options,
             environment,
+            model,
+            unanswered,
         } = *self;
         let started = std::time::Instant::now();
         let tasks: HashMap<&str, &Task> = dataset
@@ -287,31 +352,7 @@ impl Evaluation<'_> {
             .iter()
             .map(|t| (t.task_id.as_str(), t))
             .collect();
-        let by_index: HashMap<usize, &Sample> =
-            samples.samples.iter().map(|s| (s.index, s)).collect();
-        let mut results: BTreeMap<usize, SampleResult> = BTreeMap::new();
-        for record in records {
-            let result: SampleResult = serde_json::from_value(record).map_err(|e| {
-                format!(
-                    "{}: a record is not a sample result: {e}",
-                    run.path().join(assay_report::RESULTS).display()
-                )
-            })?;
-            let matches = by_index.get(&result.index).is_some_and(|sample| {
-                sample.task_id == result.task_id
-                    && program(sample, tasks[sample.task_id.as_str()], options).1
-                        == result.program_digest
-            });
-            if !matches {
-                return Err(format!(
-                    "{}: the record of sample {} does not match the samples file",
-                    run.path().display(),
-                    result.index
-                ));
-            }
-            results.insert(result.index, result);
-        }
-
+        let mut results = reuse(run, records, samples, &tasks, options)?;
         let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
         let waiting = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
         // Longest first, by the reference's time where known: the slowest tasks start early
@@ -376,7 +417,22 @@ impl Evaluation<'_> {
         run.sync().map_err(|e| e.to_string())?;
         references.sync()?;
         let ground_truth = references.summary(&dataset.tasks);
-        write_files(dataset, samples, options, run, &results, &ground_truth)?;
+        write_files(
+            dataset,
+            samples,
+            options,
+            model,
+            run,
+            &results,
+            &ground_truth,
+        )?;
+        for (i, (task_id, why)) in unanswered.iter().enumerate() {
+            let index = samples.samples.len() + i;
+            results.insert(
+                index,
+                no_answer(index, task_id, why, engine.isolation().level),
+            );
+        }
         Ok(summarize(
             dataset,
             &results,
@@ -393,6 +449,7 @@ fn write_files(
     dataset: &Dataset,
     samples: &Samples,
     options: &Options,
+    model: &str,
     run: &RunDir,
     results: &BTreeMap<usize, SampleResult>,
     ground_truth: &GroundTruthSummary,
@@ -441,7 +498,7 @@ fn write_files(
     for (k, value) in &scores {
         pass_at_k.insert(format!("pass@{k}"), json!(value));
     }
-    pass_at_k.insert("model".into(), json!(model_name(&samples.path)));
+    pass_at_k.insert("model".into(), json!(model));
     pass_at_k.insert("split".into(), json!(options.split.as_str()));
     pass_at_k.insert("subset".into(), json!(dataset.subset.as_str()));
     pass_at_k.insert("calibrated".into(), json!(options.calibrated));

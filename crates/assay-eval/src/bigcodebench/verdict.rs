@@ -133,6 +133,8 @@ pub enum InfraCause {
     NltkData(String),
     /// The task reached for the network, which the sandbox does not have.
     Network(String),
+    /// The model was never heard from: its request failed for good (the reason given).
+    NoAnswer(String),
 }
 
 impl std::fmt::Display for InfraCause {
@@ -145,6 +147,7 @@ impl std::fmt::Display for InfraCause {
             InfraCause::NltkData(resource) => {
                 write!(f, "NLTK data `{resource}` is not installed (`assay env setup` fetches it where it can)")
             }
+            InfraCause::NoAnswer(why) => write!(f, "no answer from the model: {why}"),
             InfraCause::Network(what) => {
                 write!(
                     f,

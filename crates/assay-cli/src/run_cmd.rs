@@ -1,0 +1,110 @@
+//! `assay run bigcodebench[-hard]`: generate, then evaluate, into one run directory. Without
+//! `--model` the canonical solutions answer: the whole pipeline checked, offline.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use assay_eval::bigcodebench::samples;
+use clap::Args;
+use serde_json::json;
+
+use crate::bigcodebench_args::DatasetArgs;
+use crate::eval_cmd::{merge, print_summary, Evaluate, JudgingArgs};
+use crate::generate_cmd::{generate, manifest, print_outcome, ModelArgs};
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub tasks: DatasetArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>). Rerunning the
+    /// same command resumes it: nothing answered or judged is asked or run again.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub judging: JudgingArgs,
+}
+
+pub async fn run(args: RunArgs) -> Result<i32> {
+    let chosen = args.model.choose(true)?;
+    let split = chosen.settings.split;
+    let benchmark = args.tasks.benchmark.name();
+    if args.model.model.is_none() && !args.json {
+        eprintln!(
+            "assay: no --model: the reference solutions answer (a self-check of the pipeline). \
+             To evaluate a model: assay run {benchmark} --model openai:MODEL [--base-url URL] \
+             or --model anthropic:MODEL"
+        );
+    }
+    let dataset = args.tasks.load()?;
+    let judge = args.judging.start(split).await?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| args.tasks.default_out(split, &chosen.name));
+    let mut manifest = manifest(
+        "bigcodebench-run",
+        &args.tasks,
+        &dataset,
+        &args.model,
+        &chosen,
+    );
+    merge(&mut manifest["identity"], judge.identity());
+    let opened = judge.open(&out, manifest)?;
+    let mut run = opened.dir;
+    let outcome = generate(
+        &run,
+        &dataset,
+        &chosen,
+        args.model.concurrency,
+        &judge.python(),
+        args.json,
+    )
+    .await?;
+    if !args.json {
+        print_outcome(&outcome, &run);
+    }
+    if outcome.samples == 0 {
+        bail!(
+            "the model answered no task, so there is nothing to evaluate; rerun the same command \
+             to ask again"
+        );
+    }
+    let samples = samples::load(&run.path().join(assay_generate::SAMPLES), &dataset)?;
+    let unanswered: Vec<(String, String)> = outcome
+        .unanswered
+        .iter()
+        .flat_map(|u| (0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())))
+        .collect();
+    let summary = judge
+        .evaluate(Evaluate {
+            dataset: &dataset,
+            samples: &samples,
+            run: &mut run,
+            records: opened.records,
+            model: &chosen.name,
+            unanswered: &unanswered,
+            quiet: args.json,
+        })
+        .await?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "generation": {
+                    "samples": outcome.samples,
+                    "unanswered": outcome.unanswered,
+                    "totals": outcome.totals,
+                },
+                "evaluation": summary,
+            }))?
+        );
+    } else {
+        print_summary(benchmark, split, &args.tasks.source(), &summary, run.path());
+    }
+    Ok(i32::from(!outcome.unanswered.is_empty()))
+}

@@ -1,0 +1,543 @@
+//! `assay run` and `assay generate` as a user runs them, against a real HTTP server on
+//! loopback that speaks the OpenAI and Anthropic APIs: the official request bodies, answers
+//! sanitized into the official samples format, failures turned into `infra`, resume without
+//! asking twice, and the API key kept away from disk and from evaluated code.
+
+#[path = "../../assay-models/tests/mock/mod.rs"]
+mod mock;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use assay_generate::prompt;
+use assay_tasks::bigcodebench::{Dataset, Subset, Task};
+use mock::{MockServer, Reply, Route};
+use serde_json::Value;
+
+const KEY: &str = "sk-canary-4242";
+/// Hard tasks whose reference solutions pass in the small `test` environment.
+const PASSES: &str = "BigCodeBench/19";
+const LEAKS: &str = "BigCodeBench/120";
+const FAILS_TO_ANSWER: &str = "BigCodeBench/161";
+/// What `assay run` needs to evaluate in the small environment.
+const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];
+
+fn hard() -> Dataset {
+    Dataset::embedded("v0.1.4", Subset::Hard).unwrap()
+}
+
+fn task(id: &str) -> Task {
+    hard().get(id).unwrap().clone()
+}
+
+/// The task a chat request is about, found by its prompt in the user message.
+fn asked_about(body: &Value) -> String {
+    let message = body["messages"][0]["content"].as_str().unwrap_or_default();
+    hard()
+        .tasks
+        .iter()
+        .find(|t| message.contains(t.complete_prompt.trim()))
+        .map(|t| t.task_id.clone())
+        .unwrap_or_default()
+}
+
+fn assay(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_assay"));
+    command.args(args).current_dir(dir);
+    if args[0] == "run" {
+        command.args(COMMON);
+    }
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("run assay")
+}
+
+/// `assay generate bigcodebench-hard --model MODEL --base-url BASE` and `rest`.
+fn generate(model: &str, base: &str, rest: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut args = vec![
+        "generate",
+        "bigcodebench-hard",
+        "--model",
+        model,
+        "--base-url",
+        base,
+    ];
+    args.extend_from_slice(rest);
+    assay(&args, dir, env)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every file under `dir`, with its text.
+fn files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push((path.clone(), text(&std::fs::read(&path).unwrap())));
+        }
+    }
+    out
+}
+
+/// A chat reply as models write them: prose, a fenced program, more prose.
+fn fenced(code: &str) -> String {
+    format!("Here is the solution:\n\n```python\n{code}\n```\n\nIt zips the files.\n")
+}
+
+#[test]
+fn a_model_is_asked_judged_and_resumed_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    let healthy = Arc::new(AtomicBool::new(false));
+    let flag = healthy.clone();
+    server.respond_with(Route::Chat, move |body| match asked_about(body).as_str() {
+        PASSES => Reply::chat(&[&fenced(&task(PASSES).reference_solution())]),
+        // Evaluated code that looks for the key in its environment.
+        LEAKS => Reply::chat(&[&fenced(
+            "import os\ndef task_func(*args, **kwargs):\n    \
+             raise RuntimeError('LEAK:' + os.environ.get('OPENAI_API_KEY', 'none'))",
+        )]),
+        FAILS_TO_ANSWER if flag.load(Ordering::SeqCst) => {
+            Reply::chat(&[&fenced(&task(FAILS_TO_ANSWER).reference_solution())])
+        }
+        _ => Reply::openai_error(503, "server_error", "overloaded", "try later"),
+    });
+    let base = server.openai_base();
+    let tasks = format!("{PASSES},{LEAKS},{FAILS_TO_ANSWER}");
+    let args = [
+        "run",
+        "bigcodebench-hard",
+        "--model",
+        "openai:mock-model",
+        "--base-url",
+        &base,
+        "--tasks",
+        &tasks,
+        "--retries",
+        "1",
+        "--out",
+        "run",
+    ];
+    let first = assay(&args, dir.path(), &[("OPENAI_API_KEY", KEY)]);
+    let (stdout, stderr) = (text(&first.stdout), text(&first.stderr));
+    assert_eq!(first.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "{FAILS_TO_ANSWER} (1 samples): gave up after 2 attempts"
+        )),
+        "{stdout}"
+    );
+    let run = dir.path().join("run");
+
+    // The requests: the official user message, greedy, the official token limit, the key.
+    let requests = server.requests_to(Route::Chat);
+    assert_eq!(requests.len(), 4, "one each, the failing one twice");
+    for request in &requests {
+        let id = asked_about(&request.body);
+        let expected = prompt::chat_message(&task(&id), assay_tasks::bigcodebench::Split::Complete);
+        assert_eq!(
+            request.body,
+            serde_json::json!({
+                "model": "mock-model",
+                "messages": [{"role": "user", "content": expected}],
+                "temperature": 0.0,
+                "max_tokens": 1280,
+            })
+        );
+        assert_eq!(
+            request.header("authorization"),
+            Some(&*format!("Bearer {KEY}"))
+        );
+    }
+
+    // The official samples format, in task order, sanitized beside the raw answer.
+    let samples = std::fs::read_to_string(run.join("samples.jsonl")).unwrap();
+    let rows: Vec<&str> = samples.lines().collect();
+    assert_eq!(rows.len(), 2);
+    assert!(
+        rows[0].starts_with(&format!("{{\"task_id\": \"{PASSES}\", \"solution\": \"")),
+        "{}",
+        rows[0]
+    );
+    let row: Value = serde_json::from_str(rows[0]).unwrap();
+    assert!(row["raw_solution"]
+        .as_str()
+        .unwrap()
+        .starts_with("Here is the solution:"));
+    let solution = row["solution"].as_str().unwrap();
+    assert!(
+        solution.starts_with("import os\nimport glob\nimport zipfile\ndef task_func(directory):"),
+        "{solution}"
+    );
+    assert!(
+        !solution.contains("```") && !solution.contains("It zips"),
+        "{solution}"
+    );
+
+    // Verdicts: a pass, the leak probe failing without having seen the key, the unanswered
+    // sample infra with its reason.
+    let summary = read_json(&run.join("summary.json"));
+    assert_eq!(summary["statuses"]["pass"], 1, "{summary}");
+    assert_eq!(summary["statuses"]["infra"], 1, "{summary}");
+    let infra = summary["infra"][FAILS_TO_ANSWER].as_str().unwrap();
+    assert!(
+        infra.starts_with("no answer from the model: gave up after 2 attempts: HTTP 503"),
+        "{infra}"
+    );
+    let eval = read_json(&run.join("eval_results.json"));
+    let probe = eval["eval"][LEAKS][0]["details"].to_string();
+    assert!(probe.contains("LEAK:none"), "{probe}");
+    assert_eq!(
+        read_json(&run.join("pass_at_k.json"))["model"],
+        "mock-model"
+    );
+    let manifest = read_json(&run.join("manifest.json"));
+    assert_eq!(manifest["identity"]["model"], "openai:mock-model");
+    assert_eq!(manifest["identity"]["prompt"], "bigcodebench-0.2.5");
+    assert_eq!(
+        manifest["generation"]["totals"]["usage"]["completion_tokens"],
+        10
+    );
+    assert_eq!(
+        manifest["generation"]["totals"]["usage"]["prompt_tokens"],
+        20
+    );
+    assert_eq!(manifest["model_access"]["base_url"], base.as_str());
+    for (path, content) in files(&run) {
+        assert!(!content.contains(KEY), "the key reached {}", path.display());
+    }
+
+    // Rerun: only the unanswered task is asked, only its sample is judged.
+    healthy.store(true, Ordering::SeqCst);
+    let second = assay(&args, dir.path(), &[("OPENAI_API_KEY", KEY)]);
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&second.stdout),
+        text(&second.stderr)
+    );
+    let requests = server.requests_to(Route::Chat);
+    assert_eq!(requests.len(), 5);
+    assert_eq!(asked_about(&requests[4].body), FAILS_TO_ANSWER);
+    assert_eq!(
+        lines(&run.join("results.jsonl")).len(),
+        3,
+        "earlier verdicts are kept"
+    );
+    let ids: Vec<String> = lines(&run.join("samples.jsonl"))
+        .iter()
+        .map(|r| r["task_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, [PASSES, LEAKS, FAILS_TO_ANSWER]);
+    let summary = read_json(&run.join("summary.json"));
+    assert_eq!(summary["statuses"]["pass"], 2, "{summary}");
+    assert!(
+        summary["infra"].as_object().unwrap().is_empty(),
+        "{summary}"
+    );
+}
+
+#[test]
+fn without_a_model_the_reference_solutions_check_the_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = format!("{PASSES},{LEAKS}");
+    let out = assay(
+        &[
+            "run",
+            "bigcodebench-hard",
+            "--tasks",
+            &tasks,
+            "--out",
+            "run",
+        ],
+        dir.path(),
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("To evaluate a model: assay run bigcodebench-hard --model openai:MODEL"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("pass@1: 1.0000"), "{stdout}");
+    let pass_at_k = read_json(&dir.path().join("run/pass_at_k.json"));
+    assert_eq!(pass_at_k["model"], "reference");
+}
+
+#[test]
+fn a_refused_key_stops_the_run_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |_| {
+        Reply::openai_error(
+            401,
+            "invalid_request_error",
+            "invalid_api_key",
+            "Incorrect API key",
+        )
+    });
+    let base = server.openai_base();
+    let started = Instant::now();
+    let out = generate(
+        "openai:m",
+        &base,
+        &["--out", "gen"],
+        dir.path(),
+        &[("OPENAI_API_KEY", KEY)],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the model API refused the run") && stderr.contains("HTTP 401"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(KEY), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    // Eight requests in flight when the first refusal came back, not one per task.
+    assert!(server.requests_to(Route::Chat).len() <= 8);
+}
+
+#[test]
+fn anthropic_and_base_models_get_the_official_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Messages, |_| {
+        Reply::message("```python\nimport os\ndef task_func(directory):\n    return None\n```")
+    });
+    server.respond_with(Route::Completions, |_| {
+        Reply::completion(&["    return None\n"])
+    });
+    let url = server.url();
+    let out = generate(
+        "anthropic:claude-mock",
+        &url,
+        &["--tasks", PASSES, "--split", "instruct", "--out", "claude"],
+        dir.path(),
+        &[("ANTHROPIC_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let request = &server.requests_to(Route::Messages)[0];
+    assert_eq!(request.header("x-api-key"), Some(KEY));
+    let stops: Vec<&str> = request.body["stop_sequences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(stops, prompt::EOS);
+    assert_eq!(request.body["max_tokens"], 1280);
+    let content = request.body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(
+        content,
+        prompt::chat_message(&task(PASSES), assay_tasks::bigcodebench::Split::Instruct)
+    );
+    let row = &lines(&dir.path().join("claude/samples.jsonl"))[0];
+    assert_eq!(
+        row["solution"],
+        "import os\ndef task_func(directory):\n    return None"
+    );
+
+    let base = server.openai_base();
+    let out = generate(
+        "openai:base-mock",
+        &base,
+        &[
+            "--direct-completion",
+            "--tasks",
+            PASSES,
+            "-n",
+            "1",
+            "--out",
+            "base",
+        ],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let request = &server.requests_to(Route::Completions)[0];
+    assert_eq!(
+        request.body["prompt"],
+        task(PASSES).complete_prompt.as_str()
+    );
+    assert_eq!(request.body["stop"].as_array().unwrap().len(), 11);
+    assert!(
+        request.header("authorization").is_none(),
+        "no key, none sent"
+    );
+    let row = &lines(&dir.path().join("base/samples.jsonl"))[0];
+    let raw = row["raw_solution"].as_str().unwrap();
+    assert_eq!(
+        raw,
+        format!("{}    return None\n", task(PASSES).complete_prompt)
+    );
+    let instruct = generate(
+        "openai:base-mock",
+        &base,
+        &[
+            "--direct-completion",
+            "--split",
+            "instruct",
+            "--out",
+            "base-instruct",
+        ],
+        dir.path(),
+        &[],
+    );
+    assert!(text(&instruct.stderr).contains("can only answer the Complete split"));
+}
+
+#[test]
+fn a_generation_killed_mid_way_resumes_without_asking_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    let hang = Arc::new(AtomicBool::new(true));
+    let flag = hang.clone();
+    server.respond_with(Route::Chat, move |body| {
+        if asked_about(body) == LEAKS && flag.load(Ordering::SeqCst) {
+            Reply::Hang
+        } else {
+            Reply::chat(&["def task_func():\n    return 1\n"])
+        }
+    });
+    let base = server.openai_base();
+    let tasks = format!("{PASSES},{LEAKS},{FAILS_TO_ANSWER}");
+    let args = [
+        "generate",
+        "bigcodebench-hard",
+        "--model",
+        "openai:m",
+        "--base-url",
+        &base,
+        "--tasks",
+        &tasks,
+        "--concurrency",
+        "1",
+        "--out",
+        "gen",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args)
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first answer is on disk and the second request hangs, then kill -9.
+    let log = dir.path().join("gen/generation.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.requests_to(Route::Chat).len() < 2
+        || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count()) < 1
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the generation did not get going"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !dir.path().join("gen/samples.jsonl").exists()
+            || lines(&dir.path().join("gen/samples.jsonl")).is_empty()
+    );
+
+    hang.store(false, Ordering::SeqCst);
+    let out = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(args)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let asked: Vec<String> = server
+        .requests_to(Route::Chat)
+        .iter()
+        .map(|r| asked_about(&r.body))
+        .collect();
+    assert_eq!(
+        asked,
+        [PASSES, LEAKS, LEAKS, FAILS_TO_ANSWER],
+        "the first answer is not asked for again"
+    );
+    let ids: Vec<String> = lines(&dir.path().join("gen/samples.jsonl"))
+        .iter()
+        .map(|r| r["task_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, [PASSES, LEAKS, FAILS_TO_ANSWER]);
+}
+
+#[test]
+fn several_samples_are_one_sampled_request_per_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        let n = body["n"].as_u64().unwrap_or(1) as usize;
+        let texts: Vec<String> = (0..n)
+            .map(|i| format!("def task_func(directory):\n    return {i}\n"))
+            .collect();
+        Reply::chat(&texts.iter().map(String::as_str).collect::<Vec<_>>())
+    });
+    let base = server.openai_base();
+    let tasks = format!("{PASSES},{LEAKS}");
+    let out = generate(
+        "openai:m",
+        &base,
+        &["--tasks", &tasks, "-n", "3", "--out", "gen"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let requests = server.requests_to(Route::Chat);
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.body["n"], 3);
+        assert_eq!(request.body["temperature"], 0.8);
+        assert_eq!(request.body["top_p"], 0.95);
+    }
+    let rows = lines(&dir.path().join("gen/samples.jsonl"));
+    let got: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["task_id"].as_str().unwrap().to_string(),
+                r["solution"]
+                    .as_str()
+                    .unwrap()
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .trim()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [PASSES, LEAKS]
+        .iter()
+        .flat_map(|t| (0..3).map(move |i| (t.to_string(), format!("return {i}"))))
+        .collect();
+    assert_eq!(got, want);
+    let manifest = read_json(&dir.path().join("gen/manifest.json"));
+    assert_eq!(manifest["identity"]["generation"]["n"], 3);
+    assert_eq!(manifest["generation"]["totals"]["samples"], 6);
+}

@@ -1,0 +1,418 @@
+//! One generation: every task asked for the answers it still lacks, `concurrency` requests at
+//! a time, each answer sanitized and appended to `generation.jsonl` as it arrives; at the end
+//! `samples.jsonl` in the official format and order.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use assay_models::{Client, Prompt, Request, RequestError, Usage};
+use assay_report::{python_json, RunDir, RunDirError};
+use assay_sanitize::Sanitizer;
+use assay_tasks::bigcodebench::{Dataset, Task};
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+
+use crate::prompt;
+use crate::settings::Settings;
+
+/// The generation log in a run directory: one record per answered (or failed) request.
+pub const GENERATION: &str = "generation.jsonl";
+/// The answers in the official samples format.
+pub const SAMPLES: &str = "samples.jsonl";
+
+/// Who answers.
+#[derive(Clone)]
+pub enum Model {
+    /// The canonical solutions, as if a model had completed each prompt with them: checks the
+    /// whole pipeline without a model or a network.
+    Reference,
+    /// A chat model, sent the official user message.
+    Chat(Client),
+    /// A base model continuing the Complete prompt (the official direct completion).
+    Completion(Client),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
+    #[error("{path}:{line}: {message}")]
+    Record {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    /// No request can succeed (bad key, unknown model, exhausted quota): the run stops.
+    #[error("the model API refused the run: {0}")]
+    Fatal(String),
+    #[error("sanitizing answers: {0}")]
+    Sanitize(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What a progress display is told.
+pub trait Progress: Send {
+    /// `samples` wanted in all, `done` of them already answered by an earlier run.
+    fn start(&mut self, samples: usize, done: usize);
+    /// Requests now waiting for the model.
+    fn in_flight(&mut self, requests: usize);
+    /// A request returned `samples` answers with `completion_tokens` tokens.
+    fn answered(&mut self, samples: usize, completion_tokens: u64);
+    /// A request failed for good; its `samples` stay unanswered.
+    fn failed(&mut self, task_id: &str, samples: usize, error: &str);
+}
+
+/// Samples a task still lacks after the run, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unanswered {
+    pub task_id: String,
+    pub samples: u32,
+    pub reason: String,
+}
+
+/// What the answers cost, over every answered request of the run (earlier sessions too).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub requests: usize,
+    pub samples: usize,
+    pub usage: Usage,
+    /// Requests that needed more than one attempt, and the attempts they made beyond the first.
+    pub retried_requests: usize,
+    pub retries: u64,
+    pub latency_mean_seconds: f64,
+    pub latency_max_seconds: f64,
+}
+
+pub struct Outcome {
+    /// Rows written to `samples.jsonl`.
+    pub samples: usize,
+    pub unanswered: Vec<Unanswered>,
+    pub totals: Totals,
+}
+
+/// One line of `generation.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    task_id: String,
+    /// The model's texts (for a base model: the prompt plus its continuation), as the
+    /// official `raw_solution`.
+    raw: Vec<String>,
+    /// Each text sanitized, the official `solution`.
+    solutions: Vec<String>,
+    finish_reasons: Vec<Option<String>>,
+    usage: Usage,
+    latency_seconds: f64,
+    attempts: u32,
+    /// Why the request failed for good (then `raw` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    /// Samples the failed request was for.
+    #[serde(default)]
+    wanted: u32,
+}
+
+/// The official samples row, fields in the official order.
+#[derive(Serialize)]
+struct Row<'a> {
+    task_id: &'a str,
+    solution: &'a str,
+    raw_solution: &'a str,
+}
+
+pub struct Generation<'a> {
+    pub dataset: &'a Dataset,
+    pub settings: &'a Settings,
+    pub model: &'a Model,
+    pub sanitizer: Arc<Mutex<Sanitizer>>,
+    /// Requests in flight at most.
+    pub concurrency: usize,
+}
+
+impl Generation<'_> {
+    /// Asks for every answer `dir` does not hold yet, then writes `samples.jsonl`.
+    pub async fn run(
+        &self,
+        dir: &RunDir,
+        progress: &mut dyn Progress,
+    ) -> Result<Outcome, GenerateError> {
+        let settings = self.settings;
+        if matches!(self.model, Model::Completion(_))
+            && settings.split == assay_tasks::bigcodebench::Split::Instruct
+        {
+            return Err(GenerateError::Invalid(
+                "a base model (direct completion) can only answer the Complete split, as in the \
+                 official harness; use --split complete or a chat model"
+                    .into(),
+            ));
+        }
+        let (mut journal, old) = dir.journal(GENERATION)?;
+        let log_path = dir.path().join(GENERATION).display().to_string();
+        let mut records = Vec::with_capacity(old.len());
+        for (line, value) in old.into_iter().enumerate() {
+            let record: Record =
+                serde_json::from_value(value).map_err(|e| GenerateError::Record {
+                    path: log_path.clone(),
+                    line: line + 1,
+                    message: format!("not a generation record: {e}"),
+                })?;
+            if self.dataset.get(&record.task_id).is_none() {
+                return Err(GenerateError::Record {
+                    path: log_path.clone(),
+                    line: line + 1,
+                    message: format!(
+                        "field `task_id`: `{}` is not a task of this run",
+                        record.task_id
+                    ),
+                });
+            }
+            records.push(record);
+        }
+        let mut answered: HashMap<&str, u32> = HashMap::new();
+        for record in &records {
+            *answered.entry(record.task_id.as_str()).or_insert(0) += record.raw.len() as u32;
+        }
+        let mut work: VecDeque<(Arc<Task>, u32)> = self
+            .dataset
+            .tasks
+            .iter()
+            .filter_map(|task| {
+                let have = answered.get(task.task_id.as_str()).copied().unwrap_or(0);
+                let need = settings.n.saturating_sub(have);
+                (need > 0).then(|| (Arc::new(task.clone()), need))
+            })
+            .collect();
+        drop(answered);
+        let total = self.dataset.tasks.len() * settings.n as usize;
+        let missing: usize = work.iter().map(|(_, need)| *need as usize).sum();
+        progress.start(total, total - missing);
+
+        let mut running = JoinSet::new();
+        let mut failures: BTreeMap<String, Unanswered> = BTreeMap::new();
+        loop {
+            while running.len() < self.concurrency.max(1) {
+                let Some((task, need)) = work.pop_front() else {
+                    break;
+                };
+                running.spawn(answer(
+                    self.model.clone(),
+                    task,
+                    settings.clone(),
+                    need,
+                    self.sanitizer.clone(),
+                ));
+            }
+            progress.in_flight(running.len());
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
+            let record = match joined {
+                Ok(Ok(record)) => record,
+                Ok(Err(Stop::Fatal(message))) => return Err(GenerateError::Fatal(message)),
+                Ok(Err(Stop::Sanitize(message))) => return Err(GenerateError::Sanitize(message)),
+                Err(e) => {
+                    return Err(GenerateError::Sanitize(format!(
+                        "a request task ended: {e}"
+                    )))
+                }
+            };
+            journal.append(&serde_json::to_value(&record).expect("records serialize"))?;
+            match &record.error {
+                None => {
+                    failures.remove(&record.task_id);
+                    progress.answered(record.raw.len(), record.usage.completion_tokens);
+                }
+                Some(error) => {
+                    progress.failed(&record.task_id, record.wanted as usize, error);
+                    failures.insert(
+                        record.task_id.clone(),
+                        Unanswered {
+                            task_id: record.task_id.clone(),
+                            samples: record.wanted,
+                            reason: error.clone(),
+                        },
+                    );
+                }
+            }
+            records.push(record);
+        }
+        journal.sync()?;
+        let written = write_samples(dir, self.dataset, &records)?;
+        Ok(Outcome {
+            samples: written,
+            unanswered: failures.into_values().collect(),
+            totals: totals(&records),
+        })
+    }
+}
+
+/// Why a request task stops the whole generation.
+enum Stop {
+    Fatal(String),
+    Sanitize(String),
+}
+
+/// Asks `model` for `need` answers to `task` and sanitizes them.
+async fn answer(
+    model: Model,
+    task: Arc<Task>,
+    settings: Settings,
+    need: u32,
+    sanitizer: Arc<Mutex<Sanitizer>>,
+) -> Result<Record, Stop> {
+    let started = Instant::now();
+    let request = |prompt: Prompt, stop: Vec<String>| Request {
+        prompt,
+        n: need,
+        temperature: settings.temperature,
+        top_p: settings.top_p,
+        max_tokens: settings.max_tokens,
+        stop,
+    };
+    let reply = match &model {
+        Model::Reference => Ok(Reply {
+            raw: vec![task.reference_solution(); need as usize],
+            finish_reasons: vec![None; need as usize],
+            usage: Usage::default(),
+            latency: started.elapsed(),
+            attempts: 1,
+        }),
+        Model::Chat(client) => client
+            .generate(&request(
+                Prompt::Chat {
+                    user: prompt::chat_message(&task, settings.split),
+                },
+                prompt::chat_stops(&client.spec().provider),
+            ))
+            .await
+            .map(|r| Reply {
+                raw: r.texts,
+                finish_reasons: r.finish_reasons,
+                usage: r.usage,
+                latency: r.latency,
+                attempts: r.attempts,
+            }),
+        Model::Completion(client) => {
+            let prefix = prompt::completion_prompt(&task);
+            client
+                .generate(&request(
+                    Prompt::Completion {
+                        prompt: prefix.to_string(),
+                    },
+                    prompt::completion_stops(),
+                ))
+                .await
+                .map(|r| Reply {
+                    raw: r.texts.iter().map(|t| format!("{prefix}{t}")).collect(),
+                    finish_reasons: r.finish_reasons,
+                    usage: r.usage,
+                    latency: r.latency,
+                    attempts: r.attempts,
+                })
+        }
+    };
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(RequestError::Fatal { message, .. }) => return Err(Stop::Fatal(message)),
+        Err(RequestError::Failed { attempts, message }) => {
+            return Ok(Record {
+                task_id: task.task_id.clone(),
+                raw: Vec::new(),
+                solutions: Vec::new(),
+                finish_reasons: Vec::new(),
+                usage: Usage::default(),
+                latency_seconds: started.elapsed().as_secs_f64(),
+                attempts,
+                error: Some(message),
+                wanted: need,
+            })
+        }
+    };
+    let raw = reply.raw;
+    let entry_point = task.entry_point.clone();
+    let (raw, solutions) = tokio::task::spawn_blocking(move || {
+        let mut sanitizer = sanitizer.lock().unwrap_or_else(|p| p.into_inner());
+        let solutions = raw
+            .iter()
+            .map(|text| sanitizer.sanitize(text, &entry_point))
+            .collect::<Result<Vec<_>, _>>();
+        (raw, solutions)
+    })
+    .await
+    .map_err(|e| Stop::Sanitize(e.to_string()))?;
+    let solutions = solutions.map_err(|e| Stop::Sanitize(e.to_string()))?;
+    Ok(Record {
+        task_id: task.task_id.clone(),
+        raw,
+        solutions,
+        finish_reasons: reply.finish_reasons,
+        usage: reply.usage,
+        latency_seconds: reply.latency.as_secs_f64(),
+        attempts: reply.attempts,
+        error: None,
+        wanted: need,
+    })
+}
+
+struct Reply {
+    raw: Vec<String>,
+    finish_reasons: Vec<Option<String>>,
+    usage: Usage,
+    latency: Duration,
+    attempts: u32,
+}
+
+/// Writes `samples.jsonl`: tasks in dataset order, each task's answers in the order they
+/// came, one official row each (as Python's `json.dumps` writes it).
+fn write_samples(
+    dir: &RunDir,
+    dataset: &Dataset,
+    records: &[Record],
+) -> Result<usize, RunDirError> {
+    let mut by_task: HashMap<&str, Vec<&Record>> = HashMap::new();
+    for record in records {
+        by_task
+            .entry(record.task_id.as_str())
+            .or_default()
+            .push(record);
+    }
+    let mut text = String::new();
+    let mut rows = 0;
+    for task in &dataset.tasks {
+        for record in by_task.get(task.task_id.as_str()).into_iter().flatten() {
+            for (raw, solution) in record.raw.iter().zip(&record.solutions) {
+                text.push_str(&python_json::dumps(&Row {
+                    task_id: &task.task_id,
+                    solution,
+                    raw_solution: raw,
+                }));
+                text.push('\n');
+                rows += 1;
+            }
+        }
+    }
+    dir.write_file(SAMPLES, text.as_bytes())?;
+    Ok(rows)
+}
+
+fn totals(records: &[Record]) -> Totals {
+    let mut totals = Totals::default();
+    let mut latency = 0.0;
+    for record in records.iter().filter(|r| r.error.is_none()) {
+        totals.requests += 1;
+        totals.samples += record.raw.len();
+        totals.usage.prompt_tokens += record.usage.prompt_tokens;
+        totals.usage.completion_tokens += record.usage.completion_tokens;
+        if record.attempts > 1 {
+            totals.retried_requests += 1;
+            totals.retries += u64::from(record.attempts - 1);
+        }
+        latency += record.latency_seconds;
+        totals.latency_max_seconds = totals.latency_max_seconds.max(record.latency_seconds);
+    }
+    if totals.requests > 0 {
+        totals.latency_mean_seconds = latency / totals.requests as f64;
+    }
+    totals
+}
