@@ -214,7 +214,6 @@ impl Judge {
 
 pub async fn run(args: EvalArgs) -> Result<i32> {
     let split = split_of(&args);
-    let judge = args.judging.start(split).await?;
     let dataset = args.tasks.load()?;
     let benchmark = args.tasks.benchmark.name();
     let samples = samples::load(&args.samples, &dataset)?;
@@ -225,6 +224,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         );
     }
     let model = model_name(&args.samples);
+    let judge = args.judging.start(split).await?;
     let out = args
         .out
         .clone()
@@ -301,12 +301,12 @@ pub fn print_summary(benchmark: &str, split: Split, version: &str, summary: &Sum
             n => format!(" ({n} reference solutions fail here; `assay check` lists them)"),
         }
     );
-    if !summary.tasks_missing.is_empty() {
+    if summary.tasks_scored < summary.tasks_in_dataset {
         println!(
-            "  warning: {} tasks have no samples; pass@k covers {} of {} tasks",
-            summary.tasks_missing.len(),
+            "  warning: pass@k covers {} of {} tasks ({} without samples, the rest infra only)",
             summary.tasks_scored,
-            summary.tasks_in_dataset
+            summary.tasks_in_dataset,
+            summary.tasks_missing.len(),
         );
     }
     if !summary.infra.is_empty() {

@@ -95,9 +95,6 @@ pub struct Chosen {
 impl ModelArgs {
     /// The model and settings; `default_reference` says whether no --model means `reference`.
     pub fn choose(&self, default_reference: bool) -> Result<Chosen> {
-        let split = self.split.split();
-        let settings =
-            Settings::resolve(split, self.n, self.temperature, self.top_p, self.max_tokens)?;
         if self.concurrency == 0 {
             bail!("--concurrency must be at least 1");
         }
@@ -105,6 +102,16 @@ impl ModelArgs {
             Some(spec) => spec.trim().to_string(),
             None if default_reference => "reference".to_string(),
             None => bail!("--model is required: openai:MODEL, anthropic:MODEL or reference"),
+        };
+        let settings = |sampling_top_p| {
+            Settings::resolve(
+                self.split.split(),
+                self.n,
+                self.temperature,
+                self.top_p,
+                self.max_tokens,
+                sampling_top_p,
+            )
         };
         if spec == "reference" {
             if self.base_url.is_some() || self.direct_completion {
@@ -114,16 +121,20 @@ impl ModelArgs {
                 model: Model::Reference,
                 name: "reference".into(),
                 spec,
-                settings,
+                settings: settings(true)?,
                 retries: Arc::default(),
             });
         }
         let parsed: ModelSpec = spec.parse()?;
-        let key_var = match parsed.provider {
-            Provider::OpenAi => "OPENAI_API_KEY",
-            Provider::Anthropic => "ANTHROPIC_API_KEY",
-        };
-        let api_key = std::env::var(key_var)
+        let anthropic = parsed.provider == Provider::Anthropic;
+        let settings = settings(!anthropic)?;
+        if anthropic && settings.temperature > 1.0 {
+            bail!(
+                "--temperature {}: Anthropic accepts 0 to 1",
+                settings.temperature
+            );
+        }
+        let api_key = std::env::var(parsed.provider.key_env_var())
             .ok()
             .filter(|k| !k.trim().is_empty())
             .map(ApiKey::new);
@@ -168,10 +179,24 @@ impl ModelArgs {
         })
     }
 
-    /// How the model was reached (not identity: the same model may move servers).
+    /// How the model was reached (not identity: the same model may move servers), without
+    /// credentials a URL may carry.
     pub fn access(&self) -> Value {
+        let base_url = self
+            .base_url
+            .as_deref()
+            .map(|url| match url.split_once("://") {
+                Some((scheme, rest)) => {
+                    let (authority, path) =
+                        rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
+                    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+                    let slash = if rest.contains('/') { "/" } else { "" };
+                    format!("{scheme}://{host}{slash}{path}")
+                }
+                None => url.to_string(),
+            });
         json!({
-            "base_url": self.base_url,
+            "base_url": base_url,
             "concurrency": self.concurrency,
             "request_timeout_seconds": self.request_timeout,
             "retries": self.retries,
@@ -179,12 +204,13 @@ impl ModelArgs {
     }
 }
 
-/// Generates into `run` and records the totals in its manifest.
+/// Generates into `run` and records the totals, and how the model was reached this time, in
+/// its manifest.
 pub async fn generate(
-    run: &RunDir,
+    run: &mut RunDir,
     dataset: &Dataset,
     chosen: &Chosen,
-    concurrency: usize,
+    args: &ModelArgs,
     python: &std::path::Path,
     quiet: bool,
 ) -> Result<Outcome> {
@@ -197,18 +223,14 @@ pub async fn generate(
         settings: &chosen.settings,
         model: &chosen.model,
         sanitizer: Arc::new(Mutex::new(sanitizer)),
-        concurrency,
+        concurrency: args.concurrency,
     };
     let mut bar = GenerationBar::new(quiet, chosen.retries.clone());
     let outcome = generation.run(run, &mut bar).await;
     drop(bar);
     let outcome = outcome?;
-    let manifest_path = run.path().join(assay_report::MANIFEST);
-    let mut manifest: Value = serde_json::from_str(
-        &std::fs::read_to_string(&manifest_path)
-            .with_context(|| manifest_path.display().to_string())?,
-    )
-    .with_context(|| manifest_path.display().to_string())?;
+    let mut manifest = run.manifest()?;
+    manifest["model_access"] = args.access();
     manifest["generation"] = json!({
         "finished_at": now(),
         "samples": outcome.samples,
@@ -234,9 +256,16 @@ pub fn print_outcome(outcome: &Outcome, run: &RunDir) {
         t.latency_mean_seconds,
         t.latency_max_seconds,
     );
+    if t.cut_short > 0 || t.empty > 0 {
+        println!(
+            "  warning: {} answers hit the token limit (--max-tokens), {} are empty; they are \
+             scored as they are",
+            t.cut_short, t.empty
+        );
+    }
     if !outcome.unanswered.is_empty() {
         println!(
-            "  {} tasks unanswered (their samples are infra; rerun the same command to ask again):",
+            "  {} tasks lack answers (the requests failed; rerun the same command to ask again):",
             outcome.unanswered.len()
         );
         for u in &outcome.unanswered {
@@ -260,17 +289,9 @@ pub async fn run(args: GenerateArgs) -> Result<i32> {
         &args.model,
         &chosen,
     );
-    let run = RunDir::open(&out, &manifest)?.dir;
+    let mut run = RunDir::open(&out, &manifest)?.dir;
     let python = assay_pyenv::Interpreter::discover(args.python.as_deref())?.executable;
-    let outcome = generate(
-        &run,
-        &dataset,
-        &chosen,
-        args.model.concurrency,
-        &python,
-        args.json,
-    )
-    .await?;
+    let outcome = generate(&mut run, &dataset, &chosen, &args.model, &python, args.json).await?;
     if args.json {
         println!(
             "{}",
@@ -284,10 +305,9 @@ pub async fn run(args: GenerateArgs) -> Result<i32> {
     } else {
         print_outcome(&outcome, &run);
         println!(
-            "evaluate them: assay eval {} --samples {} --split {}",
-            args.tasks.benchmark.name(),
+            "evaluate them: the same command with `run` instead of `generate` continues this \
+             directory (or the official harness: bigcodebench.evaluate --samples {})",
             run.path().join(assay_generate::SAMPLES).display(),
-            split.as_str()
         );
     }
     Ok(i32::from(!outcome.unanswered.is_empty()))

@@ -54,13 +54,15 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         &chosen,
     );
     merge(&mut manifest["identity"], judge.identity());
+    // It continues a directory `assay generate` made with the same settings.
+    manifest["extends"] = json!(["bigcodebench-generate"]);
     let opened = judge.open(&out, manifest)?;
     let mut run = opened.dir;
     let outcome = generate(
-        &run,
+        &mut run,
         &dataset,
         &chosen,
-        args.model.concurrency,
+        &args.model,
         &judge.python(),
         args.json,
     )

@@ -20,8 +20,10 @@ use serde_json::Value;
 const KEY: &str = "sk-canary-4242";
 /// Hard tasks whose reference solutions pass in the small `test` environment.
 const PASSES: &str = "BigCodeBench/19";
-const LEAKS: &str = "BigCodeBench/120";
-const FAILS_TO_ANSWER: &str = "BigCodeBench/161";
+/// Fails to answer at first; between the others in task order, so that its answer, when it
+/// comes, moves the samples after it.
+const FAILS_TO_ANSWER: &str = "BigCodeBench/120";
+const LEAKS: &str = "BigCodeBench/161";
 /// What `assay run` needs to evaluate in the small environment.
 const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];
 
@@ -241,16 +243,27 @@ fn a_model_is_asked_judged_and_resumed_end_to_end() {
     let requests = server.requests_to(Route::Chat);
     assert_eq!(requests.len(), 5);
     assert_eq!(asked_about(&requests[4].body), FAILS_TO_ANSWER);
-    assert_eq!(
-        lines(&run.join("results.jsonl")).len(),
-        3,
-        "earlier verdicts are kept"
-    );
     let ids: Vec<String> = lines(&run.join("samples.jsonl"))
         .iter()
         .map(|r| r["task_id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(ids, [PASSES, LEAKS, FAILS_TO_ANSWER]);
+    assert_eq!(ids, [PASSES, FAILS_TO_ANSWER, LEAKS]);
+    // Earlier verdicts are kept, renumbered to their samples' new places: one record each.
+    let records: Vec<(u64, String)> = lines(&run.join("results.jsonl"))
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["task_id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(u64, String)> = [PASSES, FAILS_TO_ANSWER, LEAKS]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (i as u64, t.to_string()))
+        .collect();
+    assert_eq!(records, expected);
     let summary = read_json(&run.join("summary.json"));
     assert_eq!(summary["statuses"]["pass"], 2, "{summary}");
     assert!(
@@ -287,23 +300,28 @@ fn without_a_model_the_reference_solutions_check_the_pipeline() {
 }
 
 #[test]
-fn a_refused_key_stops_the_run_at_once() {
+fn a_refused_key_stops_the_run_at_once_keeping_what_was_answered() {
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start_on_thread();
-    server.respond_with(Route::Chat, |_| {
-        Reply::openai_error(
-            401,
-            "invalid_request_error",
-            "invalid_api_key",
-            "Incorrect API key",
-        )
+    server.respond_with(Route::Chat, |body| {
+        if asked_about(body) == PASSES {
+            Reply::chat(&["def task_func(directory):\n    return None\n"])
+        } else {
+            Reply::openai_error(
+                401,
+                "invalid_request_error",
+                "invalid_api_key",
+                "Incorrect API key",
+            )
+        }
     });
     let base = server.openai_base();
     let started = Instant::now();
+    let tasks = format!("{PASSES},{LEAKS},{FAILS_TO_ANSWER}");
     let out = generate(
         "openai:m",
         &base,
-        &["--out", "gen"],
+        &["--tasks", &tasks, "--concurrency", "1", "--out", "gen"],
         dir.path(),
         &[("OPENAI_API_KEY", KEY)],
     );
@@ -315,8 +333,17 @@ fn a_refused_key_stops_the_run_at_once() {
     );
     assert!(!stderr.contains(KEY), "{stderr}");
     assert!(started.elapsed() < Duration::from_secs(30));
-    // Eight requests in flight when the first refusal came back, not one per task.
-    assert!(server.requests_to(Route::Chat).len() <= 8);
+    // Asked one at a time in task order: the run stops at the first refusal.
+    let asked: Vec<String> = server
+        .requests_to(Route::Chat)
+        .iter()
+        .map(|r| asked_about(&r.body))
+        .collect();
+    assert_eq!(asked, [PASSES, FAILS_TO_ANSWER]);
+    // What was answered before is in the samples file, usable as it is.
+    let rows = lines(&dir.path().join("gen/samples.jsonl"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["task_id"], PASSES);
 }
 
 #[test]
@@ -415,7 +442,7 @@ fn a_generation_killed_mid_way_resumes_without_asking_again() {
     let hang = Arc::new(AtomicBool::new(true));
     let flag = hang.clone();
     server.respond_with(Route::Chat, move |body| {
-        if asked_about(body) == LEAKS && flag.load(Ordering::SeqCst) {
+        if asked_about(body) == FAILS_TO_ANSWER && flag.load(Ordering::SeqCst) {
             Reply::Hang
         } else {
             Reply::chat(&["def task_func():\n    return 1\n"])
@@ -477,14 +504,14 @@ fn a_generation_killed_mid_way_resumes_without_asking_again() {
         .collect();
     assert_eq!(
         asked,
-        [PASSES, LEAKS, LEAKS, FAILS_TO_ANSWER],
+        [PASSES, FAILS_TO_ANSWER, FAILS_TO_ANSWER, LEAKS],
         "the first answer is not asked for again"
     );
     let ids: Vec<String> = lines(&dir.path().join("gen/samples.jsonl"))
         .iter()
         .map(|r| r["task_id"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(ids, [PASSES, LEAKS, FAILS_TO_ANSWER]);
+    assert_eq!(ids, [PASSES, FAILS_TO_ANSWER, LEAKS]);
 }
 
 #[test]
@@ -540,4 +567,118 @@ fn several_samples_are_one_sampled_request_per_task() {
     let manifest = read_json(&dir.path().join("gen/manifest.json"));
     assert_eq!(manifest["identity"]["generation"]["n"], 3);
     assert_eq!(manifest["generation"]["totals"]["samples"], 6);
+}
+
+#[test]
+fn a_server_ignoring_n_is_asked_again_for_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        let n = body["n"].as_u64().unwrap_or(1);
+        Reply::chat(&[&format!("def task_func(directory):\n    return {n}\n")])
+    });
+    let base = server.openai_base();
+    let out = generate(
+        "openai:m",
+        &base,
+        &["--tasks", PASSES, "-n", "3", "--out", "gen"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let asked_n: Vec<u64> = server
+        .requests_to(Route::Chat)
+        .iter()
+        .map(|r| r.body["n"].as_u64().unwrap_or(1))
+        .collect();
+    assert_eq!(asked_n, [3, 2, 1]);
+    assert_eq!(lines(&dir.path().join("gen/samples.jsonl")).len(), 3);
+}
+
+#[test]
+fn anthropic_samples_one_answer_per_request_without_top_p() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Messages, |_| {
+        Reply::message("def task_func(directory):\n    return None")
+    });
+    let url = server.url();
+    let out = generate(
+        "anthropic:claude-mock",
+        &url,
+        &[
+            "--tasks",
+            PASSES,
+            "-n",
+            "2",
+            "--concurrency",
+            "1",
+            "--out",
+            "gen",
+        ],
+        dir.path(),
+        &[("ANTHROPIC_API_KEY", KEY)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let requests = server.requests_to(Route::Messages);
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        assert_eq!(request.body["temperature"], 0.8);
+        assert!(request.body.get("top_p").is_none(), "{}", request.body);
+        assert!(request.body.get("n").is_none(), "{}", request.body);
+    }
+    let log = lines(&dir.path().join("gen/generation.jsonl"));
+    assert_eq!(log.len(), 2, "each answer recorded on its own");
+    let manifest = read_json(&dir.path().join("gen/manifest.json"));
+    assert_eq!(manifest["identity"]["generation"]["top_p"], Value::Null);
+}
+
+#[test]
+fn run_continues_what_generate_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |_| {
+        Reply::chat(&[&fenced(&task(PASSES).reference_solution())])
+    });
+    let base = server.openai_base();
+    let out = generate(
+        "openai:m",
+        &base,
+        &["--tasks", PASSES, "--out", "gen"],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let hint = text(&out.stdout);
+    assert!(
+        hint.contains("the same command with `run` instead of `generate`"),
+        "{hint}"
+    );
+    let out = assay(
+        &[
+            "run",
+            "bigcodebench-hard",
+            "--model",
+            "openai:m",
+            "--base-url",
+            &base,
+            "--tasks",
+            PASSES,
+            "--out",
+            "gen",
+        ],
+        dir.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(
+        server.requests_to(Route::Chat).len(),
+        1,
+        "nothing asked twice"
+    );
+    let summary = read_json(&dir.path().join("gen/summary.json"));
+    assert_eq!(summary["statuses"]["pass"], 1, "{summary}");
+    let manifest = read_json(&dir.path().join("gen/manifest.json"));
+    assert_eq!(manifest["kind"], "bigcodebench-run");
+    assert_eq!(manifest["generation"]["samples"], 1);
 }

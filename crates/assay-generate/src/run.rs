@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use assay_models::{Client, Prompt, Request, RequestError, Usage};
+use assay_models::{Client, Prompt, Provider, Request, RequestError, Usage};
 use assay_report::{python_json, RunDir, RunDirError};
 use assay_sanitize::Sanitizer;
 use assay_tasks::bigcodebench::{Dataset, Task};
@@ -48,6 +48,8 @@ pub enum GenerateError {
     Fatal(String),
     #[error("sanitizing answers: {0}")]
     Sanitize(String),
+    #[error("a request task failed: {0}")]
+    Task(String),
     #[error("{0}")]
     Invalid(String),
 }
@@ -83,6 +85,11 @@ pub struct Totals {
     pub retries: u64,
     pub latency_mean_seconds: f64,
     pub latency_max_seconds: f64,
+    /// Answers that hit the token limit (finish reason `length`): likely cut mid-program.
+    pub cut_short: usize,
+    /// Answers with no text at all (a refusal, a content filter, a reasoning model that spent
+    /// its budget thinking): scored as they are, as officially, but worth knowing.
+    pub empty: usize,
 }
 
 pub struct Outcome {
@@ -108,9 +115,33 @@ struct Record {
     /// Why the request failed for good (then `raw` is empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-    /// Samples the failed request was for.
+    /// Answers the request asked for (a server ignoring `n` gives fewer).
     #[serde(default)]
     wanted: u32,
+}
+
+impl Record {
+    /// What makes a record read back from the log unusable for this run, if anything.
+    fn problem(&self, dataset: &Dataset) -> Option<String> {
+        if dataset.get(&self.task_id).is_none() {
+            return Some(format!(
+                "field `task_id`: `{}` is not a task of this run",
+                self.task_id
+            ));
+        }
+        if self.solutions.len() != self.raw.len() || self.finish_reasons.len() != self.raw.len() {
+            return Some(format!(
+                "fields `raw`, `solutions`, `finish_reasons`: {}, {} and {} entries, not one each",
+                self.raw.len(),
+                self.solutions.len(),
+                self.finish_reasons.len()
+            ));
+        }
+        if self.error.is_some() && !self.raw.is_empty() {
+            return Some("field `error`: a failed request with answers".into());
+        }
+        None
+    }
 }
 
 /// The official samples row, fields in the official order.
@@ -134,7 +165,7 @@ impl Generation<'_> {
     /// Asks for every answer `dir` does not hold yet, then writes `samples.jsonl`.
     pub async fn run(
         &self,
-        dir: &RunDir,
+        dir: &mut RunDir,
         progress: &mut dyn Progress,
     ) -> Result<Outcome, GenerateError> {
         let settings = self.settings;
@@ -157,14 +188,11 @@ impl Generation<'_> {
                     line: line + 1,
                     message: format!("not a generation record: {e}"),
                 })?;
-            if self.dataset.get(&record.task_id).is_none() {
+            if let Some(message) = record.problem(self.dataset) {
                 return Err(GenerateError::Record {
                     path: log_path.clone(),
                     line: line + 1,
-                    message: format!(
-                        "field `task_id`: `{}` is not a task of this run",
-                        record.task_id
-                    ),
+                    message,
                 });
             }
             records.push(record);
@@ -173,16 +201,23 @@ impl Generation<'_> {
         for record in &records {
             *answered.entry(record.task_id.as_str()).or_insert(0) += record.raw.len() as u32;
         }
-        let mut work: VecDeque<(Arc<Task>, u32)> = self
-            .dataset
-            .tasks
-            .iter()
-            .filter_map(|task| {
-                let have = answered.get(task.task_id.as_str()).copied().unwrap_or(0);
-                let need = settings.n.saturating_sub(have);
-                (need > 0).then(|| (Arc::new(task.clone()), need))
-            })
-            .collect();
+        // APIs without `n` (Anthropic) get one request per answer: each is bounded by the
+        // concurrency and recorded on its own, so a failure loses no other answer.
+        let per_request = match self.model {
+            Model::Chat(client) if client.spec().provider == Provider::Anthropic => 1,
+            _ => settings.n,
+        };
+        let mut work: VecDeque<(Arc<Task>, u32)> = VecDeque::new();
+        for task in &self.dataset.tasks {
+            let have = answered.get(task.task_id.as_str()).copied().unwrap_or(0);
+            let task = Arc::new(task.clone());
+            let mut need = settings.n.saturating_sub(have);
+            while need > 0 {
+                let n = need.min(per_request);
+                work.push_back((task.clone(), n));
+                need -= n;
+            }
+        }
         drop(answered);
         let total = self.dataset.tasks.len() * settings.n as usize;
         let missing: usize = work.iter().map(|(_, need)| *need as usize).sum();
@@ -190,8 +225,9 @@ impl Generation<'_> {
 
         let mut running = JoinSet::new();
         let mut failures: BTreeMap<String, Unanswered> = BTreeMap::new();
+        let mut stop = None;
         loop {
-            while running.len() < self.concurrency.max(1) {
+            while stop.is_none() && running.len() < self.concurrency.max(1) {
                 let Some((task, need)) = work.pop_front() else {
                     break;
                 };
@@ -204,53 +240,67 @@ impl Generation<'_> {
                 ));
             }
             progress.in_flight(running.len());
-            let Some(joined) = running.join_next().await else {
+            // After a stop, only what has already finished is kept.
+            let joined = match stop {
+                None => running.join_next().await,
+                Some(_) => running.try_join_next(),
+            };
+            let Some(joined) = joined else {
                 break;
             };
             let record = match joined {
                 Ok(Ok(record)) => record,
-                Ok(Err(Stop::Fatal(message))) => return Err(GenerateError::Fatal(message)),
-                Ok(Err(Stop::Sanitize(message))) => return Err(GenerateError::Sanitize(message)),
+                Ok(Err(error)) => {
+                    stop.get_or_insert(error);
+                    continue;
+                }
                 Err(e) => {
-                    return Err(GenerateError::Sanitize(format!(
-                        "a request task ended: {e}"
-                    )))
+                    stop.get_or_insert(GenerateError::Task(e.to_string()));
+                    continue;
                 }
             };
             journal.append(&serde_json::to_value(&record).expect("records serialize"))?;
             match &record.error {
                 None => {
-                    failures.remove(&record.task_id);
                     progress.answered(record.raw.len(), record.usage.completion_tokens);
+                    // A server that ignores `n` answers once: ask again for the rest.
+                    let short = record.wanted.saturating_sub(record.raw.len() as u32);
+                    if let Some(task) = self.dataset.get(&record.task_id) {
+                        if short > 0 && !record.raw.is_empty() && stop.is_none() {
+                            work.push_back((Arc::new(task.clone()), short));
+                        }
+                    }
                 }
                 Some(error) => {
                     progress.failed(&record.task_id, record.wanted as usize, error);
-                    failures.insert(
-                        record.task_id.clone(),
-                        Unanswered {
-                            task_id: record.task_id.clone(),
-                            samples: record.wanted,
-                            reason: error.clone(),
-                        },
-                    );
+                    let entry =
+                        failures
+                            .entry(record.task_id.clone())
+                            .or_insert_with(|| Unanswered {
+                                task_id: record.task_id.clone(),
+                                samples: 0,
+                                reason: String::new(),
+                            });
+                    entry.samples += record.wanted;
+                    entry.reason = error.clone();
                 }
             }
             records.push(record);
         }
+        running.abort_all();
         journal.sync()?;
+        // Whatever was answered is usable (by `assay eval`, by the official harness) even when
+        // the run stopped.
         let written = write_samples(dir, self.dataset, &records)?;
+        if let Some(error) = stop {
+            return Err(error);
+        }
         Ok(Outcome {
             samples: written,
             unanswered: failures.into_values().collect(),
             totals: totals(&records),
         })
     }
-}
-
-/// Why a request task stops the whole generation.
-enum Stop {
-    Fatal(String),
-    Sanitize(String),
 }
 
 /// Asks `model` for `need` answers to `task` and sanitizes them.
@@ -260,7 +310,7 @@ async fn answer(
     settings: Settings,
     need: u32,
     sanitizer: Arc<Mutex<Sanitizer>>,
-) -> Result<Record, Stop> {
+) -> Result<Record, GenerateError> {
     let started = Instant::now();
     let request = |prompt: Prompt, stop: Vec<String>| Request {
         prompt,
@@ -314,7 +364,7 @@ async fn answer(
     };
     let reply = match reply {
         Ok(reply) => reply,
-        Err(RequestError::Fatal { message, .. }) => return Err(Stop::Fatal(message)),
+        Err(RequestError::Fatal { message, .. }) => return Err(GenerateError::Fatal(message)),
         Err(RequestError::Failed { attempts, message }) => {
             return Ok(Record {
                 task_id: task.task_id.clone(),
@@ -340,8 +390,8 @@ async fn answer(
         (raw, solutions)
     })
     .await
-    .map_err(|e| Stop::Sanitize(e.to_string()))?;
-    let solutions = solutions.map_err(|e| Stop::Sanitize(e.to_string()))?;
+    .map_err(|e| GenerateError::Sanitize(e.to_string()))?;
+    let solutions = solutions.map_err(|e| GenerateError::Sanitize(e.to_string()))?;
     Ok(Record {
         task_id: task.task_id.clone(),
         raw,
@@ -409,6 +459,12 @@ fn totals(records: &[Record]) -> Totals {
             totals.retries += u64::from(record.attempts - 1);
         }
         latency += record.latency_seconds;
+        totals.cut_short += record
+            .finish_reasons
+            .iter()
+            .filter(|r| r.as_deref() == Some("length"))
+            .count();
+        totals.empty += record.raw.iter().filter(|t| t.trim().is_empty()).count();
         totals.latency_max_seconds = totals.latency_max_seconds.max(record.latency_seconds);
     }
     if totals.requests > 0 {

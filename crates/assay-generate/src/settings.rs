@@ -28,13 +28,16 @@ pub struct Settings {
 pub struct SettingsError(String);
 
 impl Settings {
-    /// Fills in the defaults around what the user gave.
+    /// Fills in the defaults around what the user gave. `sampling_top_p` says whether the
+    /// official top-p goes with a temperature above 0 by default: not for APIs that refuse
+    /// both at once (recent Claude models).
     pub fn resolve(
         split: Split,
         n: u32,
         temperature: Option<f64>,
         top_p: Option<f64>,
         max_tokens: Option<u32>,
+        sampling_top_p: bool,
     ) -> Result<Settings, SettingsError> {
         let bad = |m: String| Err(SettingsError(m));
         if n == 0 {
@@ -57,7 +60,7 @@ impl Settings {
                 return bad(format!("--top-p {p}: must be above 0 and at most 1"));
             }
         }
-        let top_p = top_p.or((temperature > 0.0).then_some(SAMPLING_TOP_P));
+        let top_p = top_p.or((sampling_top_p && temperature > 0.0).then_some(SAMPLING_TOP_P));
         let max_tokens = max_tokens.unwrap_or(MAX_TOKENS);
         if max_tokens == 0 {
             return bad("--max-tokens must be at least 1".into());
@@ -70,11 +73,6 @@ impl Settings {
             max_tokens,
         })
     }
-
-    /// Whether every answer is the most likely one (the headline pass@1 setting).
-    pub fn greedy(&self) -> bool {
-        self.temperature == 0.0
-    }
 }
 
 #[cfg(test)]
@@ -83,24 +81,29 @@ mod tests {
 
     #[test]
     fn defaults_are_the_official_ones() {
-        let greedy = Settings::resolve(Split::Complete, 1, None, None, None).unwrap();
+        let resolve = |n, temperature, top_p, sampling_top_p| {
+            Settings::resolve(Split::Complete, n, temperature, top_p, None, sampling_top_p)
+        };
+        let greedy = resolve(1, None, None, true).unwrap();
         assert_eq!(
             (greedy.temperature, greedy.top_p, greedy.max_tokens),
             (0.0, None, 1280)
         );
-        assert!(greedy.greedy());
-        let sampled = Settings::resolve(Split::Instruct, 5, None, None, Some(512)).unwrap();
+        let sampled = Settings::resolve(Split::Instruct, 5, None, None, Some(512), true).unwrap();
         assert_eq!(
             (sampled.temperature, sampled.top_p, sampled.max_tokens),
             (0.8, Some(0.95), 512)
         );
-        let err = Settings::resolve(Split::Complete, 5, Some(0.0), None, None).unwrap_err();
+        let claude = resolve(5, None, None, false).unwrap();
+        assert_eq!((claude.temperature, claude.top_p), (0.8, None));
+        assert_eq!(resolve(5, None, Some(0.9), false).unwrap().top_p, Some(0.9));
+        let err = resolve(5, Some(0.0), None, true).unwrap_err();
         assert!(
             err.to_string().contains("copies of the greedy answer"),
             "{err}"
         );
-        assert!(Settings::resolve(Split::Complete, 1, Some(3.0), None, None).is_err());
-        assert!(Settings::resolve(Split::Complete, 1, None, Some(0.0), None).is_err());
-        assert!(Settings::resolve(Split::Complete, 0, None, None, None).is_err());
+        assert!(resolve(1, Some(3.0), None, true).is_err());
+        assert!(resolve(1, None, Some(0.0), true).is_err());
+        assert!(resolve(0, None, None, true).is_err());
     }
 }

@@ -86,6 +86,18 @@ impl Client {
             }
             _ => {}
         }
+        let host = url.host_str().unwrap_or_default();
+        let loopback = host == "localhost"
+            || host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        if key.is_some() && url.scheme() == "http" && !loopback {
+            return Err(ConfigError::PlainHttpKey {
+                env_var,
+                host: host.to_string(),
+            });
+        }
 
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -265,11 +277,9 @@ impl Inner {
             .run(&label, observer, || async {
                 let reply = self
                     .transport
-                    .post(&url, &self.headers, bytes.clone(), env_var)
-                    .await;
-                reply
-                    .and_then(|reply| parse(&reply).map_err(AttemptError::retry))
-                    .map_err(|err| err.scrub(secret))
+                    .post(&url, &self.headers, bytes.clone(), env_var, secret)
+                    .await?;
+                parse(&reply).map_err(AttemptError::retry)
             })
             .await
     }

@@ -12,6 +12,12 @@ pub enum ConfigError {
     },
     #[error("the API key in {env_var} contains characters not allowed in an HTTP header")]
     InvalidApiKey { env_var: &'static str },
+    /// Anyone on the way would read the key: only loopback servers get it over plain http.
+    #[error(
+        "refusing to send {env_var} over plain http to {host}: use an https URL, or unset \
+         {env_var} for a server that needs no key"
+    )]
+    PlainHttpKey { env_var: &'static str, host: String },
     #[error("bad base URL `{url}`: {reason}")]
     BadBaseUrl { url: String, reason: String },
     #[error("cannot build the HTTP client: {0}")]
@@ -62,26 +68,6 @@ impl AttemptError {
         AttemptError::Retry {
             cause: cause.into(),
             retry_after: None,
-        }
-    }
-
-    /// Replaces every occurrence of `secret` in the message: providers sometimes echo the key
-    /// they were sent back in their error text.
-    pub(crate) fn scrub(self, secret: Option<&str>) -> Self {
-        let Some(secret) = secret.filter(|s| !s.is_empty()) else {
-            return self;
-        };
-        let clean = |s: String| s.replace(secret, "<redacted>");
-        match self {
-            AttemptError::Retry { cause, retry_after } => AttemptError::Retry {
-                cause: clean(cause),
-                retry_after,
-            },
-            AttemptError::Reject(message) => AttemptError::Reject(clean(message)),
-            AttemptError::Fatal { status, message } => AttemptError::Fatal {
-                status,
-                message: clean(message),
-            },
         }
     }
 }

@@ -10,6 +10,13 @@ use reqwest::header::HeaderMap;
 use crate::error::{AttemptError, ConfigError};
 use crate::status;
 
+/// A response body larger than this is not an answer (1,280 tokens are a few KiB): a server
+/// streaming without end must not fill the memory within the timeout.
+const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// Keys shorter than this are not looked for in response bodies.
+const MIN_SECRET_LEN: usize = 8;
+
 /// Upper bound for establishing a connection, so that an unreachable host fails fast even with
 /// a long per-attempt timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -31,7 +38,8 @@ impl Transport {
         Ok(Transport { client, timeout })
     }
 
-    /// POSTs `body` to `url` and returns the body of a 2xx response. The deadline covers
+    /// POSTs `body` to `url` and returns the body of a 2xx response, `secret` replaced by
+    /// `<redacted>` wherever the server echoes it. The deadline covers
     /// connecting, sending and reading the entire response, so a server that stalls mid-body
     /// cannot hold the attempt forever.
     pub(crate) async fn post(
@@ -40,6 +48,7 @@ impl Transport {
         headers: &HeaderMap,
         body: Vec<u8>,
         key_env_var: &str,
+        secret: Option<&str>,
     ) -> Result<Vec<u8>, AttemptError> {
         let attempt = async {
             let response = self
@@ -52,9 +61,30 @@ impl Transport {
                 .map_err(|err| AttemptError::retry(describe(&err)))?;
             let status = response.status();
             let response_headers = response.headers().clone();
-            let bytes = response.bytes().await.map_err(|err| {
+            let mut response = response;
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|err| {
                 AttemptError::retry(format!("HTTP {}, then {}", status.as_u16(), describe(&err)))
-            })?;
+            })? {
+                if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(AttemptError::retry(format!(
+                        "HTTP {}, then a body over {} MiB",
+                        status.as_u16(),
+                        MAX_BODY_BYTES >> 20
+                    )));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            // Providers sometimes echo the key they were sent (in an error, rarely in a
+            // reply): it goes no further than here, whatever part of the body is quoted later.
+            // A string this short is no real key and could match anywhere (JSON keys included).
+            if let Some(secret) = secret.filter(|s| s.len() >= MIN_SECRET_LEN) {
+                if bytes.windows(secret.len()).any(|w| w == secret.as_bytes()) {
+                    bytes = String::from_utf8_lossy(&bytes)
+                        .replace(secret, "<redacted>")
+                        .into_bytes();
+                }
+            }
             tracing::debug!(
                 url,
                 status = status.as_u16(),
@@ -62,7 +92,7 @@ impl Transport {
                 "model API response"
             );
             if status.is_success() {
-                Ok(bytes.to_vec())
+                Ok(bytes)
             } else {
                 Err(status::classify(
                     status,

@@ -3,12 +3,13 @@
 //! ```text
 //! runs/<name>/
 //!   manifest.json   what was evaluated and how; its "identity" decides whether a rerun resumes
+//!                   (or whether a run of another kind that names it in "extends" continues it)
 //!   results.jsonl   one record per finished item, appended as it finishes
 //!   ...             files derived from the records (written whole, atomically)
 //! ```
 //!
-//! Nothing is lost: every record is on disk (flushed, and synced at least once a second) as
-//! soon as it exists, so a run killed at any point (Ctrl-C, `kill -9`, power loss) resumes by
+//! Nothing is lost: every record is on disk (flushed at once, synced with the next record a
+//! second later or at the end of the run) as soon as it exists, so a run killed at any point (Ctrl-C, `kill -9`, power loss) resumes by
 //! reading `results.jsonl` back; a record torn by the kill is dropped and recomputed. Derived
 //! files are written to a temporary name and renamed, so they are either whole or absent.
 
@@ -70,11 +71,15 @@ pub struct RunDir {
     results: Journal,
     lock: File,
     shared: bool,
+    /// Created by this process: logs found in it are left from a start that never wrote its
+    /// manifest, not records of this run.
+    fresh: bool,
 }
 
 /// An append-only JSON-lines log (`results.jsonl`, a generation log...): every record is
-/// flushed as it is appended and synced at least once a second, and a record torn by a kill
-/// is dropped when the log is opened again.
+/// flushed as it is appended (a killed process loses nothing), synced to the disk with the
+/// first record a second after the last sync and on [`Journal::sync`] (a power loss loses
+/// about a second), and a record torn by a kill is dropped when the log is opened again.
 pub struct Journal {
     path: PathBuf,
     file: File,
@@ -186,10 +191,20 @@ impl RunDir {
                 Err(e) => return Err(io(&manifest_path)(e)),
             };
         if let Some(existing) = &existing {
-            compare_identity(path, &existing["identity"], &manifest["identity"])?;
+            if extends(existing, manifest) {
+                // The earlier run's own facts (what it measured) stay; this one's settle the rest.
+                let mut adopted = existing.clone();
+                if let (Some(into), Some(from)) = (adopted.as_object_mut(), manifest.as_object()) {
+                    into.extend(from.clone());
+                }
+                write_atomically(&manifest_path, &to_pretty(&adopted))?;
+            } else {
+                compare_identity(path, &existing["identity"], &manifest["identity"])?;
+            }
         }
         let results_path = path.join(RESULTS);
-        if existing.is_none() {
+        let fresh = existing.is_none();
+        if fresh {
             // A new run: whatever an unfinished earlier start left is not ours.
             remove_if_present(&results_path)?;
             write_atomically(&manifest_path, &to_pretty(manifest))?;
@@ -202,6 +217,7 @@ impl RunDir {
                 results,
                 lock,
                 shared,
+                fresh,
             },
             records,
         })
@@ -230,9 +246,32 @@ impl RunDir {
     }
 
     /// Opens another append-only log of this run (`name` inside the directory), with the
-    /// records already in it.
-    pub fn journal(&self, name: &str) -> Result<(Journal, Vec<Value>), RunDirError> {
-        Journal::open(&self.path.join(name))
+    /// records already in it. Open each log once.
+    pub fn journal(&mut self, name: &str) -> Result<(Journal, Vec<Value>), RunDirError> {
+        let path = self.path.join(name);
+        if self.fresh {
+            remove_if_present(&path)?;
+        }
+        Journal::open(&path)
+    }
+
+    /// Replaces `results.jsonl` with `records` (whole or not at all), for a run that has
+    /// renumbered or dropped records.
+    pub fn rewrite_results(&mut self, records: &[Value]) -> Result<(), RunDirError> {
+        self.write_lines(RESULTS, records)?;
+        self.results = Journal::open(&self.path.join(RESULTS))?.0;
+        Ok(())
+    }
+
+    /// The manifest as it is on disk.
+    pub fn manifest(&self) -> Result<Value, RunDirError> {
+        let path = self.path.join(MANIFEST);
+        let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+        serde_json::from_str(&text).map_err(|e| RunDirError::Corrupt {
+            path,
+            line: e.line(),
+            message: e.to_string(),
+        })
     }
 
     /// Writes `name` (pretty JSON) whole or not at all.
@@ -320,6 +359,23 @@ fn to_pretty(value: &impl Serialize) -> Vec<u8> {
     let mut text = serde_json::to_vec_pretty(value).expect("JSON values serialize");
     text.push(b'\n');
     text
+}
+
+/// Whether `wanted` continues the run `existing` describes: its manifest names the existing
+/// kind in `extends` (an evaluation continuing a generation, say) and its identity keeps every
+/// setting of the existing one.
+fn extends(existing: &Value, wanted: &Value) -> bool {
+    let named = wanted["extends"]
+        .as_array()
+        .is_some_and(|kinds| kinds.contains(&existing["kind"]));
+    let kept = match (
+        existing["identity"].as_object(),
+        wanted["identity"].as_object(),
+    ) {
+        (Some(old), Some(new)) => old.iter().all(|(k, v)| new.get(k) == Some(v)),
+        _ => false,
+    };
+    named && kept
 }
 
 fn compare_identity(path: &Path, existing: &Value, wanted: &Value) -> Result<(), RunDirError> {
@@ -509,6 +565,52 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(err.contains("results.jsonl:2: not a JSON record"), "{err}");
+    }
+
+    #[test]
+    fn a_run_of_another_kind_continues_one_it_extends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        let generation = json!({"kind": "gen", "identity": {"model": "m"}, "totals": 3});
+        let mut run = RunDir::open(&path, &generation).unwrap().dir;
+        let (mut log, _) = run.journal("generation.jsonl").unwrap();
+        log.append(&json!({"answer": 1})).unwrap();
+        drop((log, run));
+        // Without `extends`, or changing a setting of the generation, it is another run.
+        let other = json!({"kind": "run", "identity": {"model": "m", "timeout": 9}});
+        assert!(RunDir::open(&path, &other).is_err());
+        let changed = json!({"kind": "run", "extends": ["gen"], "identity": {"model": "x"}});
+        assert!(RunDir::open(&path, &changed).is_err());
+        let continuing =
+            json!({"kind": "run", "extends": ["gen"], "identity": {"model": "m", "timeout": 9}});
+        let mut run = RunDir::open(&path, &continuing).unwrap().dir;
+        let (_, answers) = run.journal("generation.jsonl").unwrap();
+        assert_eq!(answers, [json!({"answer": 1})]);
+        let manifest = run.manifest().unwrap();
+        assert_eq!(manifest["identity"], continuing["identity"]);
+        assert_eq!(manifest["kind"], "run");
+        assert_eq!(manifest["totals"], 3, "the generation's own facts stay");
+        drop(run);
+        assert!(
+            RunDir::open(&path, &continuing).is_ok(),
+            "and it resumes as itself"
+        );
+    }
+
+    #[test]
+    fn a_new_run_ignores_logs_left_without_a_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("generation.jsonl"), "{\"stale\": 1}\n").unwrap();
+        std::fs::write(dir.path().join(RESULTS), "{\"stale\": 2}\n").unwrap();
+        let opened = RunDir::open(dir.path(), &manifest("a")).unwrap();
+        assert!(opened.records.is_empty());
+        let mut run = opened.dir;
+        assert!(run.journal("generation.jsonl").unwrap().1.is_empty());
+        run.rewrite_results(&[json!({"index": 0})]).unwrap();
+        run.append(&json!({"index": 1})).unwrap();
+        drop(run);
+        let reopened = RunDir::open(dir.path(), &manifest("a")).unwrap();
+        assert_eq!(reopened.records, [json!({"index": 0}), json!({"index": 1})]);
     }
 
     #[test]

@@ -73,8 +73,9 @@ fn matches_the_official_output_on_the_fixture() {
         println!("MISMATCH {mismatch}");
     }
     assert_eq!(total, 592, "expected 4 x 148 rows");
-    assert!(
-        equal * 100 >= total * 99,
+    // The issue asks for 99%; all 592 are identical, so any mismatch is a regression.
+    assert_eq!(
+        equal, total,
         "only {equal}/{total} rows identical (mismatches above)"
     );
 }

@@ -414,7 +414,13 @@ impl Evaluation<'_> {
                 }
             }
         }
-        run.sync().map_err(|e| e.to_string())?;
+        // One record per sample, in sample order: records an earlier run made for samples
+        // that have since moved (or gone) are renumbered (or dropped).
+        let records: Vec<Value> = results
+            .values()
+            .map(|r| serde_json::to_value(r).expect("results serialize"))
+            .collect();
+        run.rewrite_results(&records).map_err(|e| e.to_string())?;
         references.sync()?;
         let ground_truth = references.summary(&dataset.tasks);
         write_files(
@@ -484,10 +490,7 @@ fn write_files(
     for (_, (task_id, entries)) in eval {
         by_task.insert(task_id, Value::Array(entries));
     }
-    let manifest: Value = std::fs::read_to_string(run.path().join(assay_report::MANIFEST))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    let manifest = run.manifest().map_err(|e| e.to_string())?;
     let date = manifest["started_at"]
         .as_u64()
         .map_or_else(String::new, format_minute);

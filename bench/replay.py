@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The whole pipeline on the official runs: `assay run` against a model that answers what the
+official runs' model answered.
+
+A small OpenAI-compatible server on loopback answers each chat request with the recorded
+`raw_solution` of the official run for the task in the prompt. `assay run bigcodebench-hard`
+then asks it for every Hard task (official prompts, concurrency, retries), sanitizes the
+answers, and evaluates them. Printed, per official-run file:
+
+- the samples file assay wrote against the official one: rows identical byte for byte;
+- the verdicts against the official ones (as bench/parity.py counts them).
+
+    python3 bench/replay.py [--assay target/release/assay] [--out replay-runs] [-- RUN ARGS]
+
+Arguments after `--` go to `assay run` (for example `--jobs 2`).
+"""
+
+import argparse
+import gzip
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import parity
+
+DATASET = parity.OFFICIAL.parent / f"BigCodeBench-{parity.VERSION}.jsonl.gz"
+
+
+def tasks():
+    with gzip.open(DATASET, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+class Recorded:
+    """The answers one official run recorded, found by the prompt they answered."""
+
+    def __init__(self, samples_file, split, all_tasks):
+        rows = [json.loads(line) for line in samples_file.read_text().splitlines()]
+        by_id = {t["task_id"]: t for t in all_tasks}
+        self.answers = [(by_id[r["task_id"]][f"{split}_prompt"].strip(), r["raw_solution"]) for r in rows]
+        self.requests = 0
+        self.lock = threading.Lock()
+
+    def answer(self, message):
+        with self.lock:
+            self.requests += 1
+        # The longest prompt contained in the message: some prompts contain shorter ones.
+        found = [(len(p), raw) for p, raw in self.answers if p in message]
+        return max(found)[1] if found else None
+
+
+def serve(recorded):
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            text = recorded.answer(body["messages"][0]["content"])
+            if text is None:
+                self.reply(404, {"error": {"message": "no recorded answer for this prompt", "type": "not_found"}})
+                return
+            self.reply(200, {
+                "id": "replay", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            })
+
+        def reply(self, status, doc):
+            data = json.dumps(doc).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--assay", default=str(parity.HERE.parent / "target" / "release" / "assay"))
+    parser.add_argument("--out", default="replay-runs", help="where the run directories go")
+    parser.add_argument("run_args", nargs="*", help="after --: passed to assay run")
+    args = parser.parse_args()
+    all_tasks = tasks()
+    files = sorted(parity.OFFICIAL.glob(f"*{parity.SUFFIX}.jsonl"))
+    if not files:
+        sys.exit(f"no official runs found in {parity.OFFICIAL}")
+    reports, identical_rows, rows_total = [], 0, 0
+    for samples_file in files:
+        name = samples_file.name[: -len(f"{parity.SUFFIX}.jsonl")]
+        model, _, rest = name.partition("--bigcodebench-hard-")
+        split = rest
+        recorded = Recorded(samples_file, split, all_tasks)
+        server = serve(recorded)
+        run_dir = Path(args.out) / name
+        started = time.monotonic()
+        command = [args.assay, "run", "bigcodebench-hard", "--version", parity.VERSION, "--split", split,
+                   "--model", f"openai:{model}", "--base-url", f"http://127.0.0.1:{server.server_port}/v1",
+                   "--out", str(run_dir), "--json", *args.run_args]
+        done = subprocess.run(command, stdout=subprocess.DEVNULL)
+        server.shutdown()
+        if done.returncode != 0:
+            sys.exit(f"assay run failed on {name} (exit {done.returncode})")
+        seconds = time.monotonic() - started
+        ours = (run_dir / "samples.jsonl").read_text().splitlines()
+        theirs = samples_file.read_text().splitlines()
+        same = sum(a == b for a, b in zip(ours, theirs))
+        identical_rows += same
+        rows_total += len(theirs)
+        print(f"{name}: {recorded.requests} requests; samples.jsonl rows identical to the official "
+              f"file: {same}/{len(theirs)} (whole file identical: {ours == theirs}); {seconds:.0f} s")
+        official = parity.official_verdicts(samples_file.with_name(samples_file.stem + "_eval_results.json"))
+        reports.append(parity.compare(f"  verdicts {name}", official, parity.assay_verdicts(run_dir)))
+    judged = sum(r["judged"] for r in reports)
+    agree = sum(r["agree"] for r in reports)
+    print(f"all files: samples rows identical {identical_rows}/{rows_total}; verdicts {agree}/{judged} agree "
+          f"({agree / judged:.2%}); infra {sum(len(r['infra']) for r in reports)}")
+
+
+if __name__ == "__main__":
+    main()
