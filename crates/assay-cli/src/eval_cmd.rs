@@ -101,8 +101,8 @@ pub struct Judge {
 }
 
 impl JudgingArgs {
-    /// Checks the settings and starts the engine (setting up its environment if needed).
-    pub async fn start(&self, split: Split) -> Result<Judge> {
+    /// The evaluation options, checked (before anything slow starts).
+    pub fn options(&self, split: Split) -> Result<Options> {
         let time = match self.timeout {
             None => TimePolicy::DEFAULT,
             Some(seconds) if seconds.is_finite() && seconds > 0.0 => TimePolicy::Fixed { seconds },
@@ -123,6 +123,11 @@ impl JudgingArgs {
             network: self.engine.allow_network,
             guards: self.semantics.guards(),
         };
+        Ok(options)
+    }
+
+    /// Starts the engine (setting up its environment if needed) to judge with `options`.
+    pub async fn start(&self, options: Options) -> Result<Judge> {
         let (engine, env) = start_engine_in(&self.engine).await?;
         Ok(Judge {
             engine,
@@ -214,6 +219,7 @@ impl Judge {
 
 pub async fn run(args: EvalArgs) -> Result<i32> {
     let split = split_of(&args);
+    let options = args.judging.options(split)?;
     let dataset = args.tasks.load()?;
     let benchmark = args.tasks.benchmark.name();
     let samples = samples::load(&args.samples, &dataset)?;
@@ -224,7 +230,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         );
     }
     let model = model_name(&args.samples);
-    let judge = args.judging.start(split).await?;
+    let judge = args.judging.start(options).await?;
     let out = args
         .out
         .clone()

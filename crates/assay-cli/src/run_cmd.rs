@@ -40,8 +40,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
              or --model anthropic:MODEL"
         );
     }
+    let options = args.judging.options(split)?;
     let dataset = args.tasks.load()?;
-    let judge = args.judging.start(split).await?;
+    let judge = args.judging.start(options).await?;
     let out = args
         .out
         .clone()
