@@ -20,17 +20,22 @@ pub fn dumps<T: Serialize + ?Sized>(value: &T) -> String {
 
 struct PythonFormatter;
 
+/// `", "` before every item but the first, as Python separates items.
+fn separate<W: ?Sized + Write>(writer: &mut W, first: bool) -> io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
+    }
+}
+
 impl Formatter for PythonFormatter {
     fn begin_array_value<W: ?Sized + Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separate(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + Write>(
@@ -38,11 +43,7 @@ impl Formatter for PythonFormatter {
         writer: &mut W,
         first: bool,
     ) -> io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        separate(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
