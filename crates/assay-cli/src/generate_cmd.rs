@@ -269,7 +269,8 @@ pub fn print_outcome(outcome: &Outcome, run: &RunDir) {
             outcome.unanswered.len()
         );
         for u in &outcome.unanswered {
-            println!("    {} ({} samples): {}", u.task_id, u.samples, u.reason);
+            let noun = if u.samples == 1 { "sample" } else { "samples" };
+            println!("    {} ({} {noun}): {}", u.task_id, u.samples, u.reason);
         }
     }
 }
@@ -304,6 +305,8 @@ pub async fn run(args: GenerateArgs) -> Result<i32> {
         );
     } else {
         print_outcome(&outcome, &run);
+    }
+    if !args.json && outcome.samples > 0 {
         println!(
             "evaluate them: the same command with `run` instead of `generate` continues this \
              directory (or the official harness: bigcodebench.evaluate --samples {})",
@@ -336,6 +339,7 @@ pub fn manifest(
 /// Answers so far, requests in flight, tokens per second and the ETA.
 struct GenerationBar {
     bar: ProgressBar,
+    quiet: bool,
     retries: Arc<AtomicU64>,
     started: Instant,
     tokens: u64,
@@ -347,6 +351,7 @@ impl GenerationBar {
     fn new(quiet: bool, retries: Arc<AtomicU64>) -> Self {
         GenerationBar {
             bar: progress_bar(quiet, " answers"),
+            quiet,
             retries,
             started: Instant::now(),
             tokens: 0,
@@ -375,6 +380,9 @@ impl GenerationBar {
 
 impl Progress for GenerationBar {
     fn start(&mut self, samples: usize, done: usize) {
+        if done > 0 && !self.quiet {
+            eprintln!("assay: {done} of {samples} answers are already there; asking for the rest");
+        }
         self.bar.set_length(samples as u64);
         self.bar.set_position(done as u64);
         self.bar.reset_eta();
