@@ -146,7 +146,7 @@ fn a_model_is_asked_judged_and_resumed_end_to_end() {
     assert_eq!(first.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
         stdout.contains(&format!(
-            "{FAILS_TO_ANSWER} (1 samples): gave up after 2 attempts"
+            "{FAILS_TO_ANSWER} (1 sample): gave up after 2 attempts"
         )),
         "{stdout}"
     );
