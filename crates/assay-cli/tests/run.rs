@@ -682,3 +682,32 @@ fn run_continues_what_generate_made() {
     assert_eq!(manifest["kind"], "bigcodebench-run");
     assert_eq!(manifest["generation"]["samples"], 1);
 }
+
+#[test]
+fn a_damaged_generation_log_is_named_by_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |_| {
+        Reply::chat(&["def task_func():\n    return 1\n"])
+    });
+    let base = server.openai_base();
+    let args = ["--tasks", PASSES, "--out", "gen"];
+    let out = generate("openai:m", &base, &args, dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let log = dir.path().join("gen/generation.jsonl");
+    let mut record = lines(&log).remove(0);
+    record["solutions"] = serde_json::json!([]);
+    std::fs::write(&log, format!("{record}\n")).unwrap();
+    let out = generate("openai:m", &base, &args, dir.path(), &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("gen/generation.jsonl:1: fields `raw`, `solutions`, `finish_reasons`: 1, 0 and 1 entries"),
+        "{stderr}"
+    );
+    assert_eq!(
+        server.requests_to(Route::Chat).len(),
+        1,
+        "nothing asked on a damaged log"
+    );
+}

@@ -149,7 +149,7 @@ impl Client {
         })
     }
 
-    /// Calls `observer` before every retry wait (in addition to the `tracing::warn!` each retry
+    /// Calls `observer` before every retry wait (in addition to the `tracing::info!` each retry
     /// logs), e.g. to show retries on a progress bar.
     pub fn on_retry(mut self, observer: impl Fn(&RetryEvent<'_>) + Send + Sync + 'static) -> Self {
         self.observer = Some(Arc::new(observer));

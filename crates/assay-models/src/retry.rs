@@ -69,7 +69,9 @@ impl RetryPolicy {
                 });
             }
             let delay = self.delay(made - 1, retry_after);
-            tracing::warn!(
+            // Info, not warn: a retry is routine (the caller counts them on its progress line
+            // and in its totals); `-v` shows each one.
+            tracing::info!(
                 model = label,
                 attempt = made,
                 max_attempts = self.max_attempts,
