@@ -179,6 +179,11 @@ impl Bar {
         }
     }
 
+    /// The bar itself, to reveal a bar made hidden once the terminal is free for it.
+    pub fn handle(&self) -> ProgressBar {
+        self.bar.clone()
+    }
+
     fn show(&self) {
         let mut parts: Vec<String> = self
             .counts

@@ -4,10 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use assay_eval::bigcodebench::ground_truth::References;
 use assay_eval::bigcodebench::run::{
-    model_name, now, Evaluation, Options, Summary, TimePolicy, STACK_BYTES,
+    check, model_name, now, Evaluation, Options, Summary, TimePolicy, STACK_BYTES,
 };
 use assay_eval::bigcodebench::samples::{self, Samples};
+use assay_eval::bigcodebench::verdict::Environment;
 use assay_report::{Opened, RunDir};
 use assay_sandbox::Engine;
 use assay_sandbox::Limits;
@@ -138,6 +140,13 @@ impl JudgingArgs {
     }
 }
 
+/// What an evaluation of a dataset needs besides the engine: what the environment lacks, and
+/// the reference runs.
+pub struct Prepared {
+    environment: Environment,
+    references: References,
+}
+
 /// One evaluation into an open run directory.
 pub struct Evaluate<'a> {
     pub dataset: &'a Dataset,
@@ -188,15 +197,48 @@ impl Judge {
         Ok(opened)
     }
 
-    pub async fn evaluate(&self, job: Evaluate<'_>) -> Result<Summary> {
-        let (environment, mut references) = prepare(
+    /// Probes what the environment lacks for `dataset` (said once, on stderr) and opens its
+    /// reference-run cache.
+    pub async fn prepare(&self, dataset: &Dataset) -> Result<Prepared> {
+        let (environment, references) = prepare(
             &self.engine,
             &self.env,
-            job.dataset,
+            dataset,
             self.options.network,
             self.options.guards,
         )
         .await?;
+        Ok(Prepared {
+            environment,
+            references,
+        })
+    }
+
+    /// Runs the reference solutions not measured yet (their times set the samples' time
+    /// limits), showing them on `bar`: `assay run` does it while the model answers.
+    pub async fn measure_references(
+        &self,
+        prepared: &mut Prepared,
+        dataset: &Dataset,
+        mut bar: Bar,
+    ) -> Result<()> {
+        check(
+            &self.engine,
+            dataset,
+            &prepared.environment,
+            &mut prepared.references,
+            &mut bar,
+        )
+        .await
+        .map_err(anyhow::Error::msg)?;
+        Ok(())
+    }
+
+    pub async fn evaluate(&self, prepared: Prepared, job: Evaluate<'_>) -> Result<Summary> {
+        let Prepared {
+            environment,
+            mut references,
+        } = prepared;
         let evaluation = Evaluation {
             engine: &self.engine,
             dataset: job.dataset,
@@ -253,16 +295,20 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         .map(|s| serde_json::Value::Object(s.fields.clone()))
         .collect();
     run.write_lines("samples.jsonl", &originals)?;
+    let prepared = judge.prepare(&dataset).await?;
     let summary = judge
-        .evaluate(Evaluate {
-            dataset: &dataset,
-            samples: &samples,
-            run: &mut run,
-            records: opened.records,
-            model: &model,
-            unanswered: &[],
-            quiet: args.json,
-        })
+        .evaluate(
+            prepared,
+            Evaluate {
+                dataset: &dataset,
+                samples: &samples,
+                run: &mut run,
+                records: opened.records,
+                model: &model,
+                unanswered: &[],
+                quiet: args.json,
+            },
+        )
         .await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);

@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use assay_eval::bigcodebench::samples;
 use clap::Args;
+use indicatif::ProgressDrawTarget;
 use serde_json::json;
 
-use crate::bigcodebench_args::DatasetArgs;
+use crate::bigcodebench_args::{Bar, DatasetArgs};
 use crate::eval_cmd::{merge, print_summary, Evaluate, JudgingArgs};
 use crate::generate_cmd::{generate, manifest, print_outcome, ModelArgs};
 
@@ -59,18 +60,26 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     manifest["extends"] = json!(["bigcodebench-generate"]);
     let opened = judge.open(&out, manifest)?;
     let mut run = opened.dir;
-    let outcome = generate(
-        &mut run,
-        &dataset,
-        &chosen,
-        &args.model,
-        &judge.python(),
-        args.json,
-    )
-    .await?;
-    if !args.json {
-        print_outcome(&outcome, &run);
-    }
+    // The reference solutions run while the model answers: their times set the samples'
+    // time limits, and the engine would otherwise wait idle. Their bar shows once the
+    // generation's is done.
+    let mut prepared = judge.prepare(&dataset).await?;
+    let python = judge.python();
+    let references = Bar::new(true);
+    let shown = references.handle();
+    let answers = async {
+        let outcome =
+            generate(&mut run, &dataset, &chosen, &args.model, &python, args.json).await?;
+        if !args.json {
+            print_outcome(&outcome, &run);
+            shown.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        Ok::<_, anyhow::Error>(outcome)
+    };
+    let (outcome, ()) = tokio::try_join!(
+        answers,
+        judge.measure_references(&mut prepared, &dataset, references),
+    )?;
     if outcome.samples == 0 {
         bail!(
             "the model answered no task, so there is nothing to evaluate; rerun the same command \
@@ -84,15 +93,18 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         .flat_map(|u| (0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())))
         .collect();
     let summary = judge
-        .evaluate(Evaluate {
-            dataset: &dataset,
-            samples: &samples,
-            run: &mut run,
-            records: opened.records,
-            model: &chosen.name,
-            unanswered: &unanswered,
-            quiet: args.json,
-        })
+        .evaluate(
+            prepared,
+            Evaluate {
+                dataset: &dataset,
+                samples: &samples,
+                run: &mut run,
+                records: opened.records,
+                model: &chosen.name,
+                unanswered: &unanswered,
+                quiet: args.json,
+            },
+        )
         .await?;
     if args.json {
         println!(
