@@ -33,6 +33,8 @@ struct Inner {
     spec: ModelSpec,
     /// Base URL without a trailing slash.
     base: String,
+    /// `base` without credentials, for manifests and logs.
+    shown_base: String,
     /// Sent with every request; the key, if any, is marked sensitive so that it never shows up
     /// in `Debug` output of the headers.
     headers: HeaderMap,
@@ -128,9 +130,14 @@ impl Client {
             }
         }
 
+        let mut shown = url.clone();
+        // Fails only for URLs that cannot carry credentials, which then have none.
+        let _ = shown.set_username("");
+        let _ = shown.set_password(None);
         Ok(Client {
             inner: Arc::new(Inner {
                 base: base.trim_end_matches('/').to_string(),
+                shown_base: shown.as_str().trim_end_matches('/').to_string(),
                 headers,
                 key,
                 chat_limit: if official_openai {
@@ -159,6 +166,21 @@ impl Client {
     /// The model this client talks to.
     pub fn spec(&self) -> &ModelSpec {
         &self.inner.spec
+    }
+
+    /// The base URL requests go to, without any credentials it carries: fit for a manifest
+    /// or a log.
+    pub fn base_url(&self) -> &str {
+        &self.inner.shown_base
+    }
+
+    /// How many answers one request can return: any number through OpenAI's `n`, one from
+    /// Anthropic, which has no `n` (several are several requests).
+    pub fn answers_per_request(&self) -> u32 {
+        match self.inner.spec.provider {
+            Provider::OpenAi => u32::MAX,
+            Provider::Anthropic => 1,
+        }
     }
 
     /// Generates `request.n` samples for one prompt, retrying transient failures.
@@ -212,46 +234,28 @@ impl Client {
         })
     }
 
-    /// Anthropic has no `n`: sends `n` identical requests at once (each with its own retries)
-    /// and joins the samples in order. The first request to fail for good fails the call;
-    /// returning drops the task set, which cancels the others.
+    /// Anthropic has no `n`: sends `n` identical requests in turn (each with its own retries)
+    /// and joins the samples. The first request to fail for good fails the call. Callers that
+    /// want each answer bounded and recorded on its own ask for one at a time
+    /// ([`Client::answers_per_request`]).
     async fn anthropic_samples(
         &self,
         body: Value,
         n: u32,
     ) -> Result<(Generation, u32), RequestError> {
-        const PATH: &str = "/v1/messages";
-        let mut tasks = tokio::task::JoinSet::new();
-        for index in 0..n as usize {
-            let inner = Arc::clone(&self.inner);
-            let observer = self.observer.clone();
-            let body = body.clone();
-            tasks.spawn(async move {
-                let result = inner
-                    .call(PATH, &body, observer.as_ref(), anthropic::parse_message)
-                    .await;
-                (index, result)
-            });
-        }
-        let mut samples: Vec<Option<Generation>> = (0..n).map(|_| None).collect();
-        let mut attempts = 0;
-        while let Some(joined) = tasks.join_next().await {
-            let (index, result) = match joined {
-                Ok(done) => done,
-                Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-                Err(err) => {
-                    return Err(RequestError::Failed {
-                        attempts,
-                        message: format!("sample request was cancelled: {err}"),
-                    })
-                }
-            };
-            let (generation, made) = result?;
-            attempts = attempts.max(made);
-            samples[index] = Some(generation);
-        }
         let mut all = Generation::default();
-        for generation in samples.into_iter().flatten() {
+        let mut attempts = 0;
+        for _ in 0..n {
+            let (generation, made) = self
+                .inner
+                .call(
+                    "/v1/messages",
+                    &body,
+                    self.observer.as_ref(),
+                    anthropic::parse_message,
+                )
+                .await?;
+            attempts = attempts.max(made);
             all.extend(generation);
         }
         Ok((all, attempts))
@@ -327,8 +331,11 @@ mod tests {
         assert_eq!(c.inner.base, "http://localhost:8000/v1");
         assert!(c.inner.headers[AUTHORIZATION].is_sensitive());
         assert!(!format!("{:?}", c.inner.headers).contains("Bearer k"));
+        let c = client("openai:m", Some("https://user:secret@example.com/v1"));
+        assert_eq!(c.base_url(), "https://example.com/v1");
         let c = client("anthropic:m", None);
         assert_eq!(c.inner.base, ANTHROPIC_DEFAULT_BASE);
+        assert_eq!(c.base_url(), ANTHROPIC_DEFAULT_BASE);
         assert!(c.inner.headers["x-api-key"].is_sensitive());
         assert!(!c.inner.headers.contains_key(AUTHORIZATION));
     }

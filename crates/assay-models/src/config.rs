@@ -44,8 +44,9 @@ pub struct Backoff {
 }
 
 impl Default for Backoff {
-    /// 1 s, 2 s, 4 s, ... up to 60 s: with the default of six retries that rides out about two
-    /// minutes of overload, which is what rate-limit windows of hosted APIs usually need.
+    /// 1 s, 2 s, 4 s, ... up to 60 s (each wait drawn from its upper half): the default six
+    /// retries wait 32 to 63 s in all, the length of the per-minute windows hosted APIs
+    /// rate-limit by.
     fn default() -> Self {
         Backoff {
             initial: Duration::from_secs(1),

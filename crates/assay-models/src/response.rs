@@ -5,6 +5,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::status;
+
 /// Tokens billed, summed over the HTTP calls that produced a [`Response`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Usage {
@@ -12,8 +14,8 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-impl Usage {
-    fn add(&mut self, other: &Usage) {
+impl std::ops::AddAssign<&Usage> for Usage {
+    fn add_assign(&mut self, other: &Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
     }
@@ -22,8 +24,8 @@ impl Usage {
 /// The samples generated for one [`Request`](crate::Request).
 #[derive(Debug, Clone)]
 pub struct Response {
-    /// Exactly `n` texts, in choice index order. A choice without content (e.g. filtered) is an
-    /// empty string; its finish reason says why.
+    /// At most `n` texts (a server that ignores `n` gives one), in choice index order. A
+    /// choice without content (e.g. filtered) is an empty string; its finish reason says why.
     pub texts: Vec<String>,
     /// Per text, as the provider reported it (`stop`, `length`, `content_filter`, `end_turn`,
     /// `max_tokens`, `stop_sequence`, ...).
@@ -35,6 +37,12 @@ pub struct Response {
     /// requests (Anthropic with `n > 1`), the count of the request that needed the most, so
     /// that 1 still means "no retries". 0 when `n` was 0 and nothing was sent.
     pub attempts: u32,
+}
+
+/// Whether a finish reason says the answer hit the token limit (OpenAI `length`, Anthropic
+/// `max_tokens`): likely cut mid-program.
+pub fn hit_token_limit(finish_reason: &str) -> bool {
+    matches!(finish_reason, "length" | "max_tokens")
 }
 
 /// The decoded body of one successful HTTP call.
@@ -50,24 +58,29 @@ impl Generation {
     pub(crate) fn extend(&mut self, other: Generation) {
         self.texts.extend(other.texts);
         self.finish_reasons.extend(other.finish_reasons);
-        self.usage.add(&other.usage);
+        self.usage += &other.usage;
     }
 }
 
 /// Decodes a 2xx body. On failure the message says what was wrong and quotes the start of the
 /// body, or the provider's error message when a proxy wrapped an error in a 200.
 pub(crate) fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(body).map_err(|err| {
-        let error_message = serde_json::from_slice::<serde_json::Value>(body)
-            .ok()
-            .and_then(|v| v.pointer("/error/message")?.as_str().map(str::to_string));
-        match error_message {
-            Some(message) => format!("response body is an error: {message}"),
-            None => {
-                let text = String::from_utf8_lossy(body);
-                let excerpt: String = text.chars().take(120).collect();
-                format!("unexpected response body ({err}): {excerpt:?}")
-            }
+    serde_json::from_slice(body).map_err(|err| match status::error_message(body) {
+        Some(message) => format!("response body is an error: {}", status::truncate(&message)),
+        None => {
+            let excerpt = status::truncate(&String::from_utf8_lossy(body));
+            format!("unexpected response body ({err}): {excerpt:?}")
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_providers_token_limit_reasons_count() {
+        assert!(hit_token_limit("length") && hit_token_limit("max_tokens"));
+        assert!(!hit_token_limit("stop") && !hit_token_limit("end_turn"));
+    }
 }

@@ -155,7 +155,14 @@ impl ErrorInfo {
     }
 }
 
-fn truncate(s: &str) -> String {
+/// The provider's error message, if `body` is an error in one of the shapes above (a proxy may
+/// wrap one in a 200).
+pub(crate) fn error_message(body: &[u8]) -> Option<String> {
+    ErrorInfo::from_body(body).message
+}
+
+/// `s` cut to a length fit for an error message.
+pub(crate) fn truncate(s: &str) -> String {
     match s.char_indices().nth(QUOTE_LIMIT) {
         Some((end, _)) => format!("{}...", &s[..end]),
         None => s.to_string(),
