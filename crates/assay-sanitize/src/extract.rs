@@ -15,9 +15,11 @@
 //! A failing `j` does not end the search for its `i`: a later line can close a bracket or a
 //! string and make the longer span parse.
 //!
-//! One syntax fact saves most of the parses that are certain to fail (the spans starting inside
-//! a function body): CPython rejects a text whose first line with code is indented ("unexpected
-//! indent"), whatever follows. It is applied only where it is plainly true: the lines before
+//! One syntax fact skips parses that are certain to fail (the spans starting inside a function
+//! body): CPython rejects a text whose first line with code is indented ("unexpected indent"),
+//! whatever follows. On the official fixture that is about two thirds of the parses (114,051
+//! down to 39,587, counted on a Python model of this search) but, as such parses fail at once,
+//! only about a sixth of the parsing time; no further rules of this kind are worth their risk. It is applied only where it is plainly true: the lines before
 //! must be made of spaces and tabs or be `#` comments without `\r` (which CPython would read as
 //! a line break), and the code must start with an ASCII letter, digit or `_`.
 

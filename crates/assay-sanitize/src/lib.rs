@@ -7,16 +7,17 @@
 //! module). The official algorithm has two parsers in it and so does this crate:
 //! - the syntax check that chooses the code span is CPython's `ast.parse`, run in a helper
 //!   process of the interpreter you pass. A Rust parser would be simpler but does not accept
-//!   exactly what CPython 3.11 accepts (measured on the 592 rows of the official fixture:
-//!   tree-sitter's `has_error` differs on 25, rustpython-parser on 2), and every disagreement
-//!   changes the extracted code;
-//! - the selection of imports and definitions uses tree-sitter-python 0.23, the grammar the
+//!   exactly what CPython 3.11 accepts (measured once with throwaway scripts, before this
+//!   crate: used as the check on the 592 rows of the official fixture, tree-sitter's
+//!   `has_error` changed the extracted span of 25, rustpython-parser 0.4 of 2), and every
+//!   disagreement changes the extracted code;
+//! - the selection of imports and definitions uses tree-sitter-python 0.23.5, the grammar the
 //!   official used, because its node kinds and byte ranges define what is kept.
 //!
 //! Deliberate differences, all on inputs where the official crashes or hangs instead of
 //! answering: `ast.parse` failing with something other than `SyntaxError`/`MemoryError` (such
 //! as a `RecursionError` on absurdly nested code), killing the interpreter, or running longer
-//! than 10 s counts as "does not parse"; tree-sitter giving up counts as an empty module.
+//! than 10 s counts as "does not parse".
 
 mod extract;
 mod pystr;
