@@ -63,18 +63,6 @@ impl DatasetArgs {
         Ok(dataset)
     }
 
-    /// The run directory when none is given: runs/<benchmark>-<version>-<split>-<model>.
-    pub fn default_out(&self, split: Split, model: &str) -> PathBuf {
-        PathBuf::from("runs").join(format!(
-            "{}-{}-{}-{model}",
-            self.benchmark.name(),
-            self.dataset
-                .as_ref()
-                .map_or(self.version.as_str(), |_| "custom"),
-            split.as_str(),
-        ))
-    }
-
     /// The task selection as part of a run's identity: what decides which tasks a run has.
     pub fn identity(&self, dataset: &Dataset) -> serde_json::Value {
         serde_json::json!({
@@ -91,6 +79,32 @@ impl DatasetArgs {
             Some(path) => path.display().to_string(),
             None => self.version.clone(),
         }
+    }
+}
+
+/// Where a run's files go.
+#[derive(Args)]
+pub struct RunDirArgs {
+    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>). Rerunning the
+    /// same command resumes it: nothing answered or judged is asked or run again.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl RunDirArgs {
+    /// `--out`, or the default name for a run of `tasks` in `split` by `model`.
+    pub fn dir(&self, tasks: &DatasetArgs, split: Split, model: &str) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| {
+            PathBuf::from("runs").join(format!(
+                "{}-{}-{}-{model}",
+                tasks.benchmark.name(),
+                tasks
+                    .dataset
+                    .as_ref()
+                    .map_or(tasks.version.as_str(), |_| "custom"),
+                split.as_str(),
+            ))
+        })
     }
 }
 

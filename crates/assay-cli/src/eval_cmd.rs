@@ -18,7 +18,7 @@ use assay_tasks::bigcodebench::Split;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use crate::bigcodebench_args::{prepare, Bar, DatasetArgs, SemanticsArgs};
+use crate::bigcodebench_args::{prepare, Bar, DatasetArgs, RunDirArgs, SemanticsArgs};
 use crate::sandbox_cmd::{start_engine_in, EngineArgs};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -38,10 +38,8 @@ pub struct EvalArgs {
     /// The prompt style the samples answer (default: from the file name, else complete).
     #[arg(long, value_enum)]
     pub split: Option<SplitArg>,
-    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>). Rerunning the
-    /// same command resumes it.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub run_dir: RunDirArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -273,10 +271,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
     }
     let model = model_name(&args.samples);
     let judge = args.judging.start(options).await?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.tasks.default_out(split, &model));
+    let out = args.run_dir.dir(&args.tasks, split, &model);
     let mut identity = args.tasks.identity(&dataset);
     merge(&mut identity, judge.identity());
     identity["samples_digest"] = json!(samples.digest);
@@ -289,12 +284,12 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
     });
     let opened = judge.open(&out, manifest)?;
     let mut run = opened.dir;
-    let originals: Vec<serde_json::Value> = samples
+    let evaluated: String = samples
         .samples
         .iter()
-        .map(|s| serde_json::Value::Object(s.fields.clone()))
+        .map(|s| s.text.clone() + "\n")
         .collect();
-    run.write_lines("samples.jsonl", &originals)?;
+    run.write_file(assay_report::SAMPLES, evaluated.as_bytes())?;
     let prepared = judge.prepare(&dataset).await?;
     let summary = judge
         .evaluate(

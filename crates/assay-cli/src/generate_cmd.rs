@@ -18,7 +18,7 @@ use clap::Args;
 use indicatif::ProgressBar;
 use serde_json::{json, Value};
 
-use crate::bigcodebench_args::{progress_bar, DatasetArgs};
+use crate::bigcodebench_args::{progress_bar, DatasetArgs, RunDirArgs};
 use crate::eval_cmd::{merge, SplitArg};
 
 /// Which model answers, and how it is asked.
@@ -68,10 +68,8 @@ pub struct GenerateArgs {
     pub tasks: DatasetArgs,
     #[command(flatten)]
     pub model: ModelArgs,
-    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>). Rerunning the
-    /// same command resumes it.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub run_dir: RunDirArgs,
     /// The CPython 3.11 that checks syntax while sanitizing (default: python3.11 or python3).
     #[arg(long, env = "ASSAY_PYTHON")]
     pub python: Option<PathBuf>,
@@ -134,9 +132,9 @@ impl ModelArgs {
                 settings.temperature
             );
         }
+        // An empty or blank variable counts as unset (`Client::new` says so when one is needed).
         let api_key = std::env::var(parsed.provider.key_env_var())
             .ok()
-            .filter(|k| !k.trim().is_empty())
             .map(ApiKey::new);
         let request_timeout = Duration::try_from_secs_f64(self.request_timeout)
             .ok()
@@ -181,20 +179,11 @@ impl ModelArgs {
 
     /// How the model was reached (not identity: the same model may move servers), without
     /// credentials a URL may carry.
-    pub fn access(&self) -> Value {
-        let base_url = self
-            .base_url
-            .as_deref()
-            .map(|url| match url.split_once("://") {
-                Some((scheme, rest)) => {
-                    let (authority, path) =
-                        rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
-                    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-                    let slash = if rest.contains('/') { "/" } else { "" };
-                    format!("{scheme}://{host}{slash}{path}")
-                }
-                None => url.to_string(),
-            });
+    pub fn access(&self, chosen: &Chosen) -> Value {
+        let base_url = match &chosen.model {
+            Model::Chat(client) | Model::Completion(client) => Some(client.base_url().to_string()),
+            Model::Reference => None,
+        };
         json!({
             "base_url": base_url,
             "concurrency": self.concurrency,
@@ -230,13 +219,9 @@ pub async fn generate(
     drop(bar);
     let outcome = outcome?;
     let mut manifest = run.manifest()?;
-    manifest["model_access"] = args.access();
-    manifest["generation"] = json!({
-        "finished_at": now(),
-        "samples": outcome.samples,
-        "unanswered": outcome.unanswered,
-        "totals": outcome.totals,
-    });
+    manifest["model_access"] = args.access(chosen);
+    manifest["generation"] = json!(outcome);
+    manifest["generation"]["finished_at"] = json!(now());
     run.update_manifest(&manifest)?;
     Ok(outcome)
 }
@@ -248,7 +233,7 @@ pub fn print_outcome(outcome: &Outcome, run: &RunDir) {
         "generated {} samples in {} ({} requests, {} retried; tokens: {} prompt, {} completion; \
          latency mean {:.1} s, max {:.1} s)",
         outcome.samples,
-        run.path().join(assay_generate::SAMPLES).display(),
+        run.path().join(assay_report::SAMPLES).display(),
         t.requests,
         t.retried_requests,
         t.usage.prompt_tokens,
@@ -279,10 +264,7 @@ pub async fn run(args: GenerateArgs) -> Result<i32> {
     let chosen = args.model.choose(false)?;
     let dataset = args.tasks.load()?;
     let split = chosen.settings.split;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.tasks.default_out(split, &chosen.name));
+    let out = args.run_dir.dir(&args.tasks, split, &chosen.name);
     let manifest = manifest(
         "bigcodebench-generate",
         &args.tasks,
@@ -296,12 +278,11 @@ pub async fn run(args: GenerateArgs) -> Result<i32> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({
-                "samples": outcome.samples,
-                "unanswered": outcome.unanswered,
-                "totals": outcome.totals,
-                "dir": run.path(),
-            }))?
+            serde_json::to_string_pretty(&{
+                let mut doc = json!(outcome);
+                doc["dir"] = json!(run.path());
+                doc
+            })?
         );
     } else {
         print_outcome(&outcome, &run);
@@ -310,7 +291,7 @@ pub async fn run(args: GenerateArgs) -> Result<i32> {
         println!(
             "evaluate them: the same command with `run` instead of `generate` continues this \
              directory (or the official harness: bigcodebench.evaluate --samples {})",
-            run.path().join(assay_generate::SAMPLES).display(),
+            run.path().join(assay_report::SAMPLES).display(),
         );
     }
     Ok(i32::from(!outcome.unanswered.is_empty()))
@@ -326,12 +307,11 @@ pub fn manifest(
 ) -> Value {
     let mut identity = tasks.identity(dataset);
     merge(&mut identity, args.identity(chosen));
-    identity["split"] = json!(chosen.settings.split.as_str());
     json!({
         "assay_version": env!("CARGO_PKG_VERSION"),
         "kind": kind,
         "identity": identity,
-        "model_access": args.access(),
+        "model_access": args.access(chosen),
         "started_at": now(),
     })
 }

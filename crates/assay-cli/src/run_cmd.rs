@@ -1,15 +1,13 @@
 //! `assay run bigcodebench[-hard]`: generate, then evaluate, into one run directory. Without
 //! `--model` the canonical solutions answer: the whole pipeline checked, offline.
 
-use std::path::PathBuf;
-
 use anyhow::{bail, Result};
 use assay_eval::bigcodebench::samples;
 use clap::Args;
 use indicatif::ProgressDrawTarget;
 use serde_json::json;
 
-use crate::bigcodebench_args::{Bar, DatasetArgs};
+use crate::bigcodebench_args::{Bar, DatasetArgs, RunDirArgs};
 use crate::eval_cmd::{merge, print_summary, Evaluate, JudgingArgs};
 use crate::generate_cmd::{generate, manifest, print_outcome, ModelArgs};
 
@@ -19,10 +17,8 @@ pub struct RunArgs {
     pub tasks: DatasetArgs,
     #[command(flatten)]
     pub model: ModelArgs,
-    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>). Rerunning the
-    /// same command resumes it: nothing answered or judged is asked or run again.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub run_dir: RunDirArgs,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -44,10 +40,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     let options = args.judging.options(split)?;
     let dataset = args.tasks.load()?;
     let judge = args.judging.start(options).await?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| args.tasks.default_out(split, &chosen.name));
+    let out = args.run_dir.dir(&args.tasks, split, &chosen.name);
     let mut manifest = manifest(
         "bigcodebench-run",
         &args.tasks,
@@ -86,7 +79,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
              to ask again"
         );
     }
-    let samples = samples::load(&run.path().join(assay_generate::SAMPLES), &dataset)?;
+    let samples = samples::load(&run.path().join(assay_report::SAMPLES), &dataset)?;
     let unanswered: Vec<(String, String)> = outcome
         .unanswered
         .iter()
@@ -109,14 +102,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({
-                "generation": {
-                    "samples": outcome.samples,
-                    "unanswered": outcome.unanswered,
-                    "totals": outcome.totals,
-                },
-                "evaluation": summary,
-            }))?
+            serde_json::to_string_pretty(&json!({"generation": outcome, "evaluation": summary}))?
         );
     } else {
         print_summary(benchmark, split, &args.tasks.source(), &summary, run.path());

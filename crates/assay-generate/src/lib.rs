@@ -12,6 +12,6 @@ mod run;
 mod settings;
 
 pub use run::{
-    GenerateError, Generation, Model, Outcome, Progress, Totals, Unanswered, GENERATION, SAMPLES,
+    GenerateError, Generation, Model, Outcome, Progress, Totals, Unanswered, GENERATION,
 };
 pub use settings::{Settings, SettingsError};

@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use assay_models::{Client, Prompt, Provider, Request, RequestError, Usage};
-use assay_report::{python_json, RunDir, RunDirError};
+use assay_models::{hit_token_limit, Client, Prompt, Request, RequestError, Response, Usage};
+use assay_report::{python_json, RunDir, RunDirError, SAMPLES};
 use assay_sanitize::Sanitizer;
 use assay_tasks::bigcodebench::{Dataset, Task};
 use serde::{Deserialize, Serialize};
@@ -18,8 +18,6 @@ use crate::settings::Settings;
 
 /// The generation log in a run directory: one record per answered (or failed) request.
 pub const GENERATION: &str = "generation.jsonl";
-/// The answers in the official samples format.
-pub const SAMPLES: &str = "samples.jsonl";
 
 /// Who answers.
 #[derive(Clone)]
@@ -85,13 +83,14 @@ pub struct Totals {
     pub retries: u64,
     pub latency_mean_seconds: f64,
     pub latency_max_seconds: f64,
-    /// Answers that hit the token limit (finish reason `length`): likely cut mid-program.
+    /// Answers that hit the token limit: likely cut mid-program.
     pub cut_short: usize,
     /// Answers with no text at all (a refusal, a content filter, a reasoning model that spent
     /// its budget thinking): scored as they are, as officially, but worth knowing.
     pub empty: usize,
 }
 
+#[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
     /// Rows written to `samples.jsonl`.
     pub samples: usize,
@@ -204,8 +203,8 @@ impl Generation<'_> {
         // APIs without `n` (Anthropic) get one request per answer: each is bounded by the
         // concurrency and recorded on its own, so a failure loses no other answer.
         let per_request = match self.model {
-            Model::Chat(client) if client.spec().provider == Provider::Anthropic => 1,
-            _ => settings.n,
+            Model::Chat(client) | Model::Completion(client) => client.answers_per_request(),
+            Model::Reference => settings.n,
         };
         let mut work: VecDeque<(Arc<Task>, u32)> = VecDeque::new();
         for task in &self.dataset.tasks {
@@ -321,45 +320,38 @@ async fn answer(
         stop,
     };
     let reply = match &model {
-        Model::Reference => Ok(Reply {
-            raw: vec![task.reference_solution(); need as usize],
+        Model::Reference => Ok(Response {
+            texts: vec![task.reference_solution(); need as usize],
             finish_reasons: vec![None; need as usize],
             usage: Usage::default(),
             latency: started.elapsed(),
             attempts: 1,
         }),
-        Model::Chat(client) => client
-            .generate(&request(
-                Prompt::Chat {
-                    user: prompt::chat_message(&task, settings.split),
-                },
-                prompt::chat_stops(&client.spec().provider),
-            ))
-            .await
-            .map(|r| Reply {
-                raw: r.texts,
-                finish_reasons: r.finish_reasons,
-                usage: r.usage,
-                latency: r.latency,
-                attempts: r.attempts,
-            }),
-        Model::Completion(client) => {
-            let prefix = prompt::completion_prompt(&task);
+        Model::Chat(client) => {
             client
                 .generate(&request(
-                    Prompt::Completion {
-                        prompt: prefix.to_string(),
+                    Prompt::Chat {
+                        user: prompt::chat_message(&task, settings.split),
                     },
-                    prompt::completion_stops(),
+                    prompt::chat_stops(&client.spec().provider),
                 ))
                 .await
-                .map(|r| Reply {
-                    raw: r.texts.iter().map(|t| format!("{prefix}{t}")).collect(),
-                    finish_reasons: r.finish_reasons,
-                    usage: r.usage,
-                    latency: r.latency,
-                    attempts: r.attempts,
-                })
+        }
+        Model::Completion(client) => {
+            let prefix = prompt::completion_prompt(&task);
+            let request = request(
+                Prompt::Completion {
+                    prompt: prefix.to_string(),
+                },
+                prompt::completion_stops(),
+            );
+            // The official raw_solution of a base model: the prompt and its continuation.
+            client.generate(&request).await.map(|mut r| {
+                for text in &mut r.texts {
+                    text.insert_str(0, prefix);
+                }
+                r
+            })
         }
     };
     let reply = match reply {
@@ -379,7 +371,7 @@ async fn answer(
             })
         }
     };
-    let raw = reply.raw;
+    let raw = reply.texts;
     let entry_point = task.entry_point.clone();
     let (raw, solutions) = tokio::task::spawn_blocking(move || {
         let mut sanitizer = sanitizer.lock().unwrap_or_else(|p| p.into_inner());
@@ -403,14 +395,6 @@ async fn answer(
         error: None,
         wanted: need,
     })
-}
-
-struct Reply {
-    raw: Vec<String>,
-    finish_reasons: Vec<Option<String>>,
-    usage: Usage,
-    latency: Duration,
-    attempts: u32,
 }
 
 /// Writes `samples.jsonl`: tasks in dataset order, each task's answers in the order they
@@ -452,8 +436,7 @@ fn totals(records: &[Record]) -> Totals {
     for record in records.iter().filter(|r| r.error.is_none()) {
         totals.requests += 1;
         totals.samples += record.raw.len();
-        totals.usage.prompt_tokens += record.usage.prompt_tokens;
-        totals.usage.completion_tokens += record.usage.completion_tokens;
+        totals.usage += &record.usage;
         if record.attempts > 1 {
             totals.retried_requests += 1;
             totals.retries += u64::from(record.attempts - 1);
@@ -462,7 +445,7 @@ fn totals(records: &[Record]) -> Totals {
         totals.cut_short += record
             .finish_reasons
             .iter()
-            .filter(|r| r.as_deref() == Some("length"))
+            .filter(|r| r.as_deref().is_some_and(hit_token_limit))
             .count();
         totals.empty += record.raw.iter().filter(|t| t.trim().is_empty()).count();
         totals.latency_max_seconds = totals.latency_max_seconds.max(record.latency_seconds);

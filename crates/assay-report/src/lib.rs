@@ -25,6 +25,8 @@ use serde_json::Value;
 
 pub const MANIFEST: &str = "manifest.json";
 pub const RESULTS: &str = "results.jsonl";
+/// What a run evaluated, in the official samples format.
+pub const SAMPLES: &str = "samples.jsonl";
 const LOCK: &str = ".lock";
 const SYNC_EVERY: Duration = Duration::from_secs(1);
 /// How long a shared directory's user waits for another's brief hold of the lock.

@@ -145,8 +145,7 @@ fn reuse(
     run: &RunDir,
     records: Vec<Value>,
     samples: &Samples,
-    tasks: &HashMap<&str, &Task>,
-    options: &Options,
+    programs: &[(String, String)],
 ) -> Result<BTreeMap<usize, SampleResult>, String> {
     let mut earlier: HashMap<(String, String), Vec<SampleResult>> = HashMap::new();
     for (line, record) in records.into_iter().enumerate() {
@@ -164,9 +163,9 @@ fn reuse(
     }
     let mut results = BTreeMap::new();
     for sample in &samples.samples {
-        let (_, digest) = program(sample, tasks[sample.task_id.as_str()], options);
+        let digest = &programs[sample.index].1;
         if let Some(mut result) = earlier
-            .get_mut(&(sample.task_id.clone(), digest))
+            .get_mut(&(sample.task_id.clone(), digest.clone()))
             .and_then(Vec::pop)
         {
             result.index = sample.index;
@@ -200,11 +199,21 @@ pub(crate) fn digest(program: &str) -> String {
     blake3::hash(program.as_bytes()).to_hex()[..16].to_string()
 }
 
-/// The program a sample runs and its digest.
-fn program(sample: &Sample, task: &Task, options: &Options) -> (String, String) {
-    let program = sample.program(task, options.calibrated);
-    let digest = digest(&program);
-    (program, digest)
+/// The program each sample runs and its digest, by sample index.
+fn programs(
+    samples: &Samples,
+    tasks: &HashMap<&str, &Task>,
+    options: &Options,
+) -> Vec<(String, String)> {
+    samples
+        .samples
+        .iter()
+        .map(|sample| {
+            let program = sample.program(tasks[sample.task_id.as_str()], options.calibrated);
+            let digest = digest(&program);
+            (program, digest)
+        })
+        .collect()
 }
 
 /// One program to judge against its task's tests.
@@ -343,8 +352,8 @@ impl Evaluation<'_> {
             samples,
             options,
             environment,
-            model,
             unanswered,
+            ..
         } = *self;
         let started = std::time::Instant::now();
         let tasks: HashMap<&str, &Task> = dataset
@@ -352,7 +361,8 @@ impl Evaluation<'_> {
             .iter()
             .map(|t| (t.task_id.as_str(), t))
             .collect();
-        let mut results = reuse(run, records, samples, &tasks, options)?;
+        let programs = programs(samples, &tasks, options);
+        let mut results = reuse(run, records, samples, &programs)?;
         let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
         let waiting = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
         // Longest first, by the reference's time where known: the slowest tasks start early
@@ -368,7 +378,7 @@ impl Evaluation<'_> {
         progress.start(samples.samples.len(), results.len(), waiting.len());
         for (sample, known) in pending {
             let task = tasks[sample.task_id.as_str()];
-            let (program, digest) = program(sample, task, options);
+            let (program, digest) = programs[sample.index].clone();
             let mut job = Job {
                 index: sample.index,
                 task_id: sample.task_id.clone(),
@@ -423,15 +433,7 @@ impl Evaluation<'_> {
         run.rewrite_results(&records).map_err(|e| e.to_string())?;
         references.sync()?;
         let ground_truth = references.summary(&dataset.tasks);
-        write_files(
-            dataset,
-            samples,
-            options,
-            model,
-            run,
-            &results,
-            &ground_truth,
-        )?;
+        self.write_files(&tasks, &programs, run, &results, &ground_truth)?;
         for (i, (task_id, why)) in unanswered.iter().enumerate() {
             let index = samples.samples.len() + i;
             results.insert(
@@ -449,66 +451,67 @@ impl Evaluation<'_> {
     }
 }
 
-/// `eval_results.json` (official shape: the executed program, status and details of every
-/// sample with a verdict, by task in task order, samples in file order) and `pass_at_k.json`.
-fn write_files(
-    dataset: &Dataset,
-    samples: &Samples,
-    options: &Options,
-    model: &str,
-    run: &RunDir,
-    results: &BTreeMap<usize, SampleResult>,
-    ground_truth: &GroundTruthSummary,
-) -> Result<(), String> {
-    let tasks: HashMap<&str, &Task> = dataset
-        .tasks
-        .iter()
-        .map(|t| (t.task_id.as_str(), t))
-        .collect();
-    let mut eval: BTreeMap<u32, (String, Vec<Value>)> = BTreeMap::new();
-    for sample in &samples.samples {
-        let Some(result) = results.get(&sample.index) else {
-            continue;
-        };
-        let Some(verdict) = &result.official else {
-            continue;
-        };
-        let task = tasks[sample.task_id.as_str()];
-        let (code, _) = program(sample, task, options);
-        let entry = json!({
-            "task_id": sample.task_id,
-            "solution": code,
-            "status": verdict.status,
-            "details": serde_json::to_value(Details(&verdict.details)).expect("details serialize"),
-        });
-        eval.entry(task.number())
-            .or_insert_with(|| (sample.task_id.clone(), Vec::new()))
-            .1
-            .push(entry);
+impl Evaluation<'_> {
+    /// `eval_results.json` (official shape: the executed program, status and details of every
+    /// sample with a verdict, by task in task order, samples in file order) and `pass_at_k.json`.
+    fn write_files(
+        &self,
+        tasks: &HashMap<&str, &Task>,
+        programs: &[(String, String)],
+        run: &RunDir,
+        results: &BTreeMap<usize, SampleResult>,
+        ground_truth: &GroundTruthSummary,
+    ) -> Result<(), String> {
+        let Evaluation {
+            dataset,
+            samples,
+            options,
+            model,
+            ..
+        } = *self;
+        let mut eval: BTreeMap<u32, (String, Vec<Value>)> = BTreeMap::new();
+        for sample in &samples.samples {
+            let Some(result) = results.get(&sample.index) else {
+                continue;
+            };
+            let Some(verdict) = &result.official else {
+                continue;
+            };
+            let entry = json!({
+                "task_id": sample.task_id,
+                "solution": programs[sample.index].0,
+                "status": verdict.status,
+                "details": serde_json::to_value(Details(&verdict.details)).expect("details serialize"),
+            });
+            eval.entry(tasks[sample.task_id.as_str()].number())
+                .or_insert_with(|| (sample.task_id.clone(), Vec::new()))
+                .1
+                .push(entry);
+        }
+        let mut by_task = serde_json::Map::new();
+        for (_, (task_id, entries)) in eval {
+            by_task.insert(task_id, Value::Array(entries));
+        }
+        let manifest = run.manifest().map_err(|e| e.to_string())?;
+        let date = manifest["started_at"]
+            .as_u64()
+            .map_or_else(String::new, format_minute);
+        run.write_json("eval_results.json", &json!({"date": date, "eval": by_task}))
+            .map_err(|e| e.to_string())?;
+        let scores = scores(results);
+        let mut pass_at_k = serde_json::Map::new();
+        for (k, value) in &scores {
+            pass_at_k.insert(format!("pass@{k}"), json!(value));
+        }
+        pass_at_k.insert("model".into(), json!(model));
+        pass_at_k.insert("split".into(), json!(options.split.as_str()));
+        pass_at_k.insert("subset".into(), json!(dataset.subset.as_str()));
+        pass_at_k.insert("calibrated".into(), json!(options.calibrated));
+        pass_at_k.insert("gt_pass_rate".into(), json!(ground_truth.pass_rate));
+        pass_at_k.insert("failed_tasks".into(), json!(ground_truth.failed_ids()));
+        run.write_json("pass_at_k.json", &Value::Object(pass_at_k))
+            .map_err(|e| e.to_string())
     }
-    let mut by_task = serde_json::Map::new();
-    for (_, (task_id, entries)) in eval {
-        by_task.insert(task_id, Value::Array(entries));
-    }
-    let manifest = run.manifest().map_err(|e| e.to_string())?;
-    let date = manifest["started_at"]
-        .as_u64()
-        .map_or_else(String::new, format_minute);
-    run.write_json("eval_results.json", &json!({"date": date, "eval": by_task}))
-        .map_err(|e| e.to_string())?;
-    let scores = scores(results);
-    let mut pass_at_k = serde_json::Map::new();
-    for (k, value) in &scores {
-        pass_at_k.insert(format!("pass@{k}"), json!(value));
-    }
-    pass_at_k.insert("model".into(), json!(model));
-    pass_at_k.insert("split".into(), json!(options.split.as_str()));
-    pass_at_k.insert("subset".into(), json!(dataset.subset.as_str()));
-    pass_at_k.insert("calibrated".into(), json!(options.calibrated));
-    pass_at_k.insert("gt_pass_rate".into(), json!(ground_truth.pass_rate));
-    pass_at_k.insert("failed_tasks".into(), json!(ground_truth.failed_ids()));
-    run.write_json("pass_at_k.json", &Value::Object(pass_at_k))
-        .map_err(|e| e.to_string())
 }
 
 /// pass@k over the tasks with at least one verdict (infra samples don't count either way).

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use assay_tasks::bigcodebench::{task_number, Dataset, Task};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A sample file that can't be evaluated as it is. Every message names the file and, where
 /// there is one, the line and the field.
@@ -45,8 +45,9 @@ pub struct Sample {
     pub line: usize,
     pub task_id: String,
     pub code: Code,
-    /// The line's object as given.
-    pub fields: Map<String, Value>,
+    /// The line as given: the run directory keeps what it evaluated byte for byte (field
+    /// order, `raw_solution` and all).
+    pub text: String,
 }
 
 impl Sample {
@@ -155,7 +156,7 @@ pub fn load(path: &Path, dataset: &Dataset) -> Result<Samples, SamplesError> {
             line: number,
             task_id,
             code,
-            fields,
+            text: line.to_string(),
         });
     }
     if samples.is_empty() {
@@ -241,7 +242,10 @@ mod tests {
         let samples = load(&path, &full).unwrap();
         assert_eq!(samples.samples.len(), 2);
         assert_eq!(samples.samples[1].line, 2);
-        assert_eq!(samples.samples[0].fields["raw_solution"], "x");
+        assert_eq!(
+            samples.samples[0].text,
+            line(0, "solution", "def task_func(): pass")
+        );
         let task0 = full.get("BigCodeBench/0").unwrap();
         let calibrated = samples.samples[0].program(task0, true);
         assert_eq!(
