@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use crate::capture::Captured;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::{IsolationMode, Limits};
+use crate::declared::declared_tests;
 use crate::drive::{finish, run_until, settle, Aftermath, End, Streams};
 use crate::engine::{Engine, Inner};
 use crate::isolation::IsolationLevel;
@@ -180,6 +181,8 @@ fn died(aftermath: &Aftermath) -> String {
 /// What the unittest job's frames said.
 #[derive(Default)]
 struct Progress {
+    /// The tests the test source declares, read outside the sandbox (`None`: not readable).
+    declared: Option<Vec<String>>,
     loaded: Option<Vec<String>>,
     tests: Vec<TestOutcome>,
     /// A class-level fixture skipped (`SkipTest` in `setUpClass`): its tests never start, and
@@ -275,6 +278,25 @@ impl Progress {
             });
         }
         tests
+    }
+
+    /// Whether the tests the job loaded are not the ones its source declares: the class was
+    /// emptied, renamed or extended by code that ran before it. The difference, if any:
+    /// (declared but not loaded, loaded but not declared).
+    fn undeclared(&self) -> Option<(Vec<&str>, Vec<&str>)> {
+        let declared = self.declared.as_ref()?;
+        let loaded = self.loaded.as_deref().unwrap_or_default();
+        let missing: Vec<&str> = declared
+            .iter()
+            .filter(|name| !loaded.contains(name))
+            .map(String::as_str)
+            .collect();
+        let extra: Vec<&str> = loaded
+            .iter()
+            .filter(|name| !declared.contains(name))
+            .map(String::as_str)
+            .collect();
+        (!missing.is_empty() || !extra.is_empty()).then_some((missing, extra))
     }
 
     /// A summary is consistent with the streamed events: the same tests, each once.
@@ -388,6 +410,19 @@ impl UnittestRun {
             let reason = format!(
                 "the code tampered with unittest: {}",
                 parts.tampered.join(", ")
+            );
+            return (Status::Fail, reason, tests, parts);
+        }
+        if let Some((missing, extra)) = progress.undeclared() {
+            let list = |names: &[&str]| match names {
+                [] => "none".to_string(),
+                names => names.join(", "),
+            };
+            let reason = format!(
+                "the tests that ran are not the ones the test source declares \
+                 (missing: {}; not declared: {})",
+                list(&missing),
+                list(&extra)
             );
             return (Status::Fail, reason, tests, parts);
         }
@@ -618,7 +653,10 @@ impl Engine {
             "test_class": job.test_class,
             "guards": job.guards,
         });
-        let mut progress = Progress::default();
+        let mut progress = Progress {
+            declared: declared_tests(&job.test, &job.test_class),
+            ..Progress::default()
+        };
         let ran = inner
             .run_job("unittest", None, &job.env, &limits, fields, |frame| {
                 progress.observe(frame)

@@ -46,6 +46,7 @@ mod capture;
 mod cgroup;
 mod collect;
 mod config;
+mod declared;
 mod drive;
 mod engine;
 mod frames;
@@ -62,6 +63,7 @@ mod worker;
 
 pub use capture::Captured;
 pub use config::{EngineConfig, IsolationMode, Limits};
+pub use declared::declared_tests;
 pub use engine::Engine;
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
 pub use job::{InputFile, ScriptJob, UnittestJob};
