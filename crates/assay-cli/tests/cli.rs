@@ -1,12 +1,13 @@
 //! The `assay` binary, run as a user would: real processes, real files, the `test` profile.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn assay(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_assay"))
+    common::assay_command(dir)
         .args(args)
-        .current_dir(dir)
         .output()
         .expect("run assay")
 }

@@ -57,8 +57,15 @@ async fn retry_after_seconds_is_honoured() {
                 .with_header("retry-after", "1"),
         ],
     );
-    let response = openai(&server).generate(&chat(1)).await.unwrap();
+    let delays = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&delays);
+    let client = openai(&server).on_retry(move |e| seen.lock().unwrap().push(e.delay));
+    let response = client.generate(&chat(1)).await.unwrap();
     assert_eq!(response.attempts, 2);
+    // The wait chosen is the server's, not our backoff (1 to 5 ms here); and it was waited:
+    // the second request came at least that long after the first was received (lower
+    // bounds, which a loaded machine can only make easier to meet).
+    assert_eq!(*delays.lock().unwrap(), [Duration::from_secs(1)]);
     assert!(gap(&server) >= Duration::from_secs(1), "{:?}", gap(&server));
     assert!(response.latency >= Duration::from_secs(1));
 }
@@ -73,9 +80,17 @@ async fn retry_after_ms_is_honoured() {
                 .with_header("retry-after-ms", "250"),
         ],
     );
-    let client = Client::new(config("anthropic:claude-haiku-4-5", Some(server.url()))).unwrap();
+    let delays = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&delays);
+    let client = Client::new(config("anthropic:claude-haiku-4-5", Some(server.url())))
+        .unwrap()
+        .on_retry(move |e| seen.lock().unwrap().push(e.delay));
     let response = client.generate(&chat(1)).await.unwrap();
     assert_eq!(response.attempts, 2);
+    // As above: the server's wait was chosen, then waited. The mock stamps the first request
+    // before answering it and the second on arrival, after the client's 250 ms sleep: load
+    // can only lengthen the gap.
+    assert_eq!(*delays.lock().unwrap(), [Duration::from_millis(250)]);
     assert!(
         gap(&server) >= Duration::from_millis(250),
         "{:?}",
@@ -115,15 +130,23 @@ async fn a_hanging_server_times_out_and_is_retried() {
         ..config("openai:m", Some(server.openai_base()))
     })
     .unwrap();
+    let causes = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&causes);
+    let client = client.on_retry(move |e| seen.lock().unwrap().push(e.cause.to_string()));
     let started = Instant::now();
     let response = client.generate(&chat(1)).await.unwrap();
     assert_eq!(response.attempts, 2);
-    assert!(started.elapsed() >= Duration::from_millis(300));
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        started.elapsed()
+    assert_eq!(response.texts, ["reply 0"]);
+    // Why the first attempt ended: our timeout, not the server giving up (after
+    // `mock::HANG`, with a 504, which would be retried just the same).
+    assert_eq!(
+        *causes.lock().unwrap(),
+        ["no complete response within 300ms"]
     );
+    // And when: not before the timeout, and long before the hung reply would have come. The
+    // server saw the retry while the first request still hung.
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(gap(&server) < mock::HANG, "{:?}", gap(&server));
 }
 
 #[tokio::test]

@@ -160,9 +160,10 @@ fn attack(name: &str, code: &str, test: &str, limits: Option<Limits>) -> Unittes
         "{name}: the ground truth leaked into the outcome"
     );
     // The verdict comes as soon as the job reports; the kernel finishes tearing its PID
-    // namespace down a few milliseconds later. Give it a (bounded) moment.
+    // namespace down a few milliseconds later. Give it a moment, bounded: a survivor stays for
+    // good, and 30 s is thousands of times a teardown, even on a loaded machine.
     let mut leaked = processes_with(&mark);
-    for _ in 0..100 {
+    for _ in 0..1500 {
         if leaked.is_empty() {
             break;
         }
@@ -612,42 +613,80 @@ def task_func(x):
 #[test]
 fn a_busy_neighbour_cannot_starve_a_job() {
     let engine = engine();
-    if engine.isolation().memory_limit != assay_sandbox::Enforcement::Cgroup {
-        eprintln!("no cgroups here (not root): CPU quotas are not available; nothing to check");
-        return;
-    }
-    let hog = r#"
-import os, time
+    // What keeps the hog's 48 processes to one CPU is the job's cgroup CPU quota. Without
+    // cgroups (not root) the engine has no such quota, and rlimits have no equivalent (they
+    // bound each process's CPU time, not a tree's share of the machine): the property does not
+    // hold there, so this fails rather than passing without having checked anything.
+    let report = engine.isolation();
+    assert_eq!(
+        report.memory_limit,
+        assay_sandbox::Enforcement::Cgroup,
+        "no cgroup per job here (cgroup: {}), so no CPU quota: a busy neighbour can starve a \
+         job; this needs cgroups, i.e. running as root",
+        report.cgroup
+    );
+    // The hog spins 48 processes for HOG seconds; the victim, started once they all spin,
+    // needs one or two seconds of CPU (two tests of 25M additions). With the quota and the
+    // equal share it gets a CPU and finishes while the hog still spins, even on a loaded
+    // machine (a third of a CPU would do); without, it gets 2/49 of the machine and finishes,
+    // if at all, after the hog has stopped. Compared: when the victim finished and when the
+    // hog stopped, not how long either took.
+    const HOG: u64 = 12;
+    let mark = format!("hog{}x", std::process::id() % 100_000);
+    // The children wait (blocked, not spinning) until all 48 exist, then learn when to stop
+    // and name themselves: forking under a one-CPU quota is slow, and HOG counts from then.
+    let hog = format!(
+        r#"
+import ctypes, os, time
 def task_func(x):
+    wake, go = os.pipe()
     for _ in range(48):
         if os.fork() == 0:
-            os.setsid()
-            end = time.time() + 8
+            os.setsid()  # each its own session: its own autogroup, where the kernel has them
+            end = float(os.read(wake, 32))
+            ctypes.CDLL(None).prctl(15, b"{mark}", 0, 0, 0)
             while time.time() < end:
                 pass
             os._exit(0)
-    time.sleep(8)
+    end = time.time() + {HOG}
+    os.write(go, b"%31.6f\n" % end * 48)  # 48 records of 32 bytes, one write
+    print("hog ends", repr(end), flush=True)
+    time.sleep(max(0.0, end - time.time()))
     return -1
-"#;
+"#
+    );
     let victim = r#"
+import time
 def task_func(x):
     total = 0
     for i in range(25_000_000):
         total += i
+    print("victim done", repr(time.time()), flush=True)
     return x * 2
 "#;
     let (hog_out, victim_out) = run(async {
         let hog_engine = engine.clone();
-        let mut hog_job = UnittestJob::new(hog, TRIVIAL_TEST);
+        // One test: one round of spinning.
+        let once = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_hog(self):\n        self.assertEqual(task_func(1), 2)\n";
+        let mut hog_job = UnittestJob::new(hog, once);
         hog_job.limits = Some(Limits {
-            wall: Duration::from_secs(10),
+            wall: Duration::from_secs(HOG + 4),
             ..limits()
         });
-        let hog_run = tokio::spawn(async move { hog_engine.run_unittest(hog_job).await });
-        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut hog_run = tokio::spawn(async move { hog_engine.run_unittest(hog_job).await });
+        loop {
+            tokio::select! {
+                out = &mut hog_run => panic!("the hog ended before it spun: {}", out.unwrap().reason),
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+            if processes_with(&mark).len() >= 48 {
+                break;
+            }
+        }
         let mut victim_job = UnittestJob::new(victim, TRIVIAL_TEST);
         victim_job.limits = Some(Limits {
-            wall: Duration::from_secs(6),
+            wall: Duration::from_secs(HOG + 8),
+            cpu: Some(Duration::from_secs(HOG)),
             ..limits()
         });
         let victim_out = engine.run_unittest(victim_job).await;
@@ -655,6 +694,20 @@ def task_func(x):
     });
     assert_ne!(hog_out.status, Status::Pass);
     assert_eq!(victim_out.status, Status::Pass, "{}", victim_out.reason);
+    let last = |out: &UnittestOutcome, label: &str| -> f64 {
+        out.stdout
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix(label)?.trim().parse().ok())
+            .next_back()
+            .unwrap_or_else(|| panic!("no `{label}` in {:?}", out.stdout.text))
+    };
+    let (done, hog_end) = (last(&victim_out, "victim done"), last(&hog_out, "hog ends"));
+    assert!(
+        done < hog_end,
+        "the victim finished at {done}, {:.1} s after the hog stopped: it was starved",
+        done - hog_end
+    );
 }
 
 #[test]
@@ -743,8 +796,13 @@ fn a_killed_worker_is_replaced_and_its_jobs_get_a_verdict() {
     run(async {
         let engine = Engine::start(common::config()).await.expect("engine");
         let pid = engine.worker_pid().await.expect("a running worker");
-        let slow = "import time\ndef task_func(x):\n    time.sleep(30)\n";
-        let job = tokio::spawn({
+        // Killed while the job runs: once the job is seen on the host under its marker.
+        let mark = format!("kw{}x", std::process::id() % 100_000);
+        let slow = format!(
+            "import ctypes, time\ndef task_func(x):\n    \
+             ctypes.CDLL(None).prctl(15, b'{mark}', 0, 0, 0)\n    time.sleep(30)\n"
+        );
+        let mut job = tokio::spawn({
             let engine = engine.clone();
             async move {
                 engine
@@ -752,7 +810,12 @@ fn a_killed_worker_is_replaced_and_its_jobs_get_a_verdict() {
                     .await
             }
         });
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        while processes_with(&mark).is_empty() {
+            tokio::select! {
+                out = &mut job => panic!("the job ended before it was seen: {}", out.unwrap().reason),
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
+        }
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(pid).unwrap(),
             rustix::process::Signal::KILL,
@@ -804,9 +867,10 @@ fn workspaces_are_released_after_jobs() {
                 })
                 .count()
         };
-        // Released asynchronously; the preforked processes keep one each.
+        // Released asynchronously (in milliseconds); the preforked processes keep one each.
+        // Waited for up to 30 s: a leaked workspace stays mounted for good.
         let mut left = count();
-        for _ in 0..50 {
+        for _ in 0..300 {
             if left <= 2 {
                 break;
             }

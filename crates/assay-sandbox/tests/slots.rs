@@ -6,16 +6,17 @@ mod common;
 use assay_sandbox::{Engine, UnittestJob};
 use common::{assert_passed, config, run};
 
-/// A job that prints when it started, then waits or computes for `seconds`.
+/// A job that prints when it started, waits or computes for `seconds`, then prints when it
+/// ended (its own clock: the host's).
 fn job(body: &str, seconds: f64) -> UnittestJob {
     let code = format!(
-        "import time\ndef task_func():\n    print(repr(time.time()), flush=True)\n    end = time.time() + {seconds}\n{body}\n"
+        "import time\ndef task_func():\n    print(repr(time.time()), flush=True)\n    end = time.time() + {seconds}\n{body}\n    print(repr(time.time()), flush=True)\n"
     );
     let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_run(self):\n        task_func()\n";
     UnittestJob::new(code, test)
 }
 
-const WAITS: &str = "    time.sleep(end - time.time())";
+const WAITS: &str = "    time.sleep(max(0.0, end - time.time()))";
 const COMPUTES: &str = "    while time.time() < end:\n        sum(range(1000))";
 
 /// An engine with one CPU slot and at most `max_running` jobs at once.
@@ -26,37 +27,62 @@ fn one_slot(max_running: usize) -> Engine {
     run(Engine::start(config)).expect("engine")
 }
 
-/// When each of two jobs started (seconds since the epoch), run at once on `engine`.
-fn starts(engine: &Engine, body: &str) -> (f64, f64) {
+/// When a job ran: from its first statement to its last (seconds since the epoch).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: f64,
+    end: f64,
+}
+
+/// Whether two jobs ran side by side: one started before the other had finished.
+fn overlap(a: Span, b: Span) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+/// When each of two jobs ran, started at once on `engine`.
+fn spans(engine: &Engine, body: &str) -> (Span, Span) {
     let (a, b) = run(async {
         tokio::join!(
             engine.run_unittest(job(body, 3.0)),
             engine.run_unittest(job(body, 3.0))
         )
     });
-    let start = |out: &assay_sandbox::UnittestOutcome| {
+    let span = |out: &assay_sandbox::UnittestOutcome| {
         assert_passed(out);
-        out.stdout.text.trim().parse::<f64>().unwrap()
+        let times: Vec<f64> = out
+            .stdout
+            .text
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect();
+        assert_eq!(times.len(), 2, "{}", out.stdout.text);
+        Span {
+            start: times[0],
+            end: times[1],
+        }
     };
-    (start(&a), start(&b))
+    (span(&a), span(&b))
 }
 
+// Orders of events, not durations: a loaded machine stretches how long a job takes to start,
+// never whether a job started while the other still ran.
 #[test]
 fn a_waiting_job_lends_its_slot_and_computing_jobs_take_turns() {
     let engine = one_slot(4);
-    let (a, b) = starts(&engine, WAITS);
-    // The second started once the first had been idle for a second or so, not after 3 s.
+    let (a, b) = spans(&engine, WAITS);
+    // The second started once the first had been idle for a second or so, while it still
+    // waited (it waits 3 s), not after it.
     assert!(
-        (a - b).abs() < 2.5,
-        "waiting jobs ran one after the other: {a} {b}"
+        overlap(a, b),
+        "waiting jobs ran one after the other: {a:?} {b:?}"
     );
-    let (a, b) = starts(&engine, COMPUTES);
-    assert!((a - b).abs() > 2.5, "computing jobs overlapped: {a} {b}");
+    let (a, b) = spans(&engine, COMPUTES);
+    assert!(!overlap(a, b), "computing jobs overlapped: {a:?} {b:?}");
 
     let engine = one_slot(1); // no lending
-    let (a, b) = starts(&engine, WAITS);
+    let (a, b) = spans(&engine, WAITS);
     assert!(
-        (a - b).abs() > 2.5,
-        "lending was off, yet jobs overlapped: {a} {b}"
+        !overlap(a, b),
+        "lending was off, yet jobs overlapped: {a:?} {b:?}"
     );
 }

@@ -37,7 +37,9 @@ fn a_correct_solution_passes_with_every_test_reported() {
     );
     assert!(out.failures.is_empty() && out.errors.is_empty() && out.tampered.is_empty());
     assert!(out.reported);
-    assert!(out.usage.wall < Duration::from_secs(5));
+    // Usage is measured. How fast a job is, is the bench's business (`cargo bench`): a bound
+    // here would measure the machine's load.
+    assert!(!out.usage.wall.is_zero(), "{:?}", out.usage);
 }
 
 #[test]
@@ -161,8 +163,11 @@ fn the_wall_clock_limit_gives_timeout() {
     assert_eq!(out.status, Status::Timeout, "{}", out.reason);
     assert!(!out.reported);
     assert!(out.reason.contains("wall-clock"), "{}", out.reason);
+    // Not cut before its 2 s limit (both are counted from the moment the job was sent), and
+    // cut at it rather than left to run on: 30 s is 15 times the limit, far beyond any
+    // scheduling delay.
     assert!(
-        out.usage.wall < Duration::from_secs(6),
+        out.usage.wall >= Duration::from_secs(2) && out.usage.wall < Duration::from_secs(30),
         "{:?}",
         out.usage.wall
     );
@@ -182,12 +187,11 @@ fn the_cpu_limit_gives_timeout() {
     });
     let out = run(engine.run_unittest(j));
     assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    // The CPU limit ended it, not the 30 s wall-clock limit (which would say "wall-clock"),
+    // after the job had used its second of CPU time.
     assert!(out.reason.contains("CPU"), "{}", out.reason);
-    assert!(
-        out.usage.wall < Duration::from_secs(10),
-        "{:?}",
-        out.usage.wall
-    );
+    let cpu = out.usage.cpu.expect("CPU time measured");
+    assert!(cpu >= Duration::from_secs(1), "{:?}", out.usage);
 }
 
 #[test]

@@ -37,6 +37,9 @@ pub fn config() -> EngineConfig {
     config.concurrency = 4;
     config.prefork = 2;
     config.limits = limits(20);
+    // The worker runtime in the build's own scratch space, not in the user's cache (and not
+    // under /tmp, which jobs see replaced by their own).
+    config.runtime_dir = Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("assay-runtime"));
     config
 }
 

@@ -1,0 +1,58 @@
+//! The `assay` binary as the tests run it: on a cache root of the test process's own, so that
+//! a test neither depends on what a user's cache (`~/.cache/assay`) holds nor changes it.
+//!
+//! The root lives under the build's scratch space (`CARGO_TARGET_TMPDIR`), not under `/tmp`,
+//! which jobs see replaced by their own: the sandbox refuses an interpreter or a worker runtime
+//! there. The ground-truth cache and the worker runtime are written in it. The Python
+//! environments are the user's, shared read-only: `envs` is a symlink to the user's `envs`
+//! directory, where the `test` environment is set up first (as the other crates' tests do), so
+//! that `assay` finds it complete and never installs anything. Through the symlink the
+//! interpreter's `sys.prefix` is the symlink's path, which the sandbox binds like any other.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use assay_pyenv::{Environment, Interpreter, Profile, SilentObserver};
+
+/// `assay`, to be run in `dir` with this test process's cache root.
+pub fn assay_command(dir: &Path) -> Command {
+    // Started as a user starts it, with the test's environment (assay's own children are what
+    // `child_env` governs).
+    #[allow(clippy::disallowed_methods)]
+    let mut command = Command::new(env!("CARGO_BIN_EXE_assay"));
+    command
+        .current_dir(dir)
+        .env("ASSAY_CACHE_DIR", cache_root());
+    command
+}
+
+/// `<CARGO_TARGET_TMPDIR>/assay-cli-cache/<pid>`, made on first use (roots of test processes
+/// that have ended are removed then).
+pub fn cache_root() -> &'static Path {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let profile = Profile::by_name("test").expect("test profile");
+        let interpreter = Interpreter::discover(None).expect("a Python 3.11 interpreter");
+        let env = Environment::locate(profile, interpreter).expect("locate the test env");
+        env.ensure(&SilentObserver)
+            .expect("set up the test environment");
+        let shared = env.dir.parent().expect("the environments directory");
+
+        let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-cli-cache");
+        for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if !Path::new("/proc").join(&pid).exists() {
+                // Removes the `envs` symlink, never what it points to.
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let root = parent.join(std::process::id().to_string());
+        let _ = std::fs::remove_dir_all(&root); // a reused pid's leftovers
+        std::fs::create_dir_all(&root).expect("create the tests' cache root");
+        std::os::unix::fs::symlink(shared, root.join("envs")).expect("link the environments");
+        root
+    })
+}
