@@ -1,7 +1,7 @@
 //! `assay check bigcodebench[-hard]`: run the canonical solutions, as the official
 //! `--check_gt_only` does, and say which tasks this environment cannot pass and why.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use assay_eval::bigcodebench::ground_truth::GroundTruthSummary;
@@ -32,7 +32,8 @@ pub struct CheckArgs {
 
 pub async fn run(args: CheckArgs) -> Result<i32> {
     let dataset = args.tasks.load()?;
-    let (engine, env) = start_engine_in(&args.engine).await?;
+    let harness: Vec<&Path> = args.out.iter().map(PathBuf::as_path).collect();
+    let (engine, env) = start_engine_in(&args.engine, &harness).await?;
     let guards = args.semantics.guards();
     let (environment, mut references) =
         prepare(&engine, &env, &dataset, args.engine.allow_network, guards).await?;
@@ -101,6 +102,14 @@ fn print_summary(benchmark: &str, tasks: usize, summary: &GroundTruthSummary) {
         for task in summary.failed_ids() {
             println!("    {task}: {}", first_line(&summary.failed_tasks[task]));
         }
+    }
+    let peaks = &summary.processes;
+    if let Some((task, peak)) = peaks.highest.first() {
+        println!(
+            "  processes and threads at once: at most {peak} ({task}), over {} references \
+             measured",
+            peaks.measured
+        );
     }
     println!("  reference results: {}", summary.cache.display());
 }

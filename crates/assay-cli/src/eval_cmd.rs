@@ -126,9 +126,10 @@ impl JudgingArgs {
         Ok(options)
     }
 
-    /// Starts the engine (setting up its environment if needed) to judge with `options`.
-    pub async fn start(&self, options: Options) -> Result<Judge> {
-        let (engine, env) = start_engine_in(&self.engine).await?;
+    /// Starts the engine (setting up its environment if needed) to judge with `options`;
+    /// `harness` (the run directory, the samples file) stays hidden from jobs.
+    pub async fn start(&self, options: Options, harness: &[&Path]) -> Result<Judge> {
+        let (engine, env) = start_engine_in(&self.engine, harness).await?;
         Ok(Judge {
             engine,
             env,
@@ -270,8 +271,8 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         );
     }
     let model = model_name(&args.samples);
-    let judge = args.judging.start(options).await?;
     let out = args.run_dir.dir(&args.tasks, split, &model);
+    let judge = args.judging.start(options, &[&out, &args.samples]).await?;
     let mut identity = args.tasks.identity(&dataset);
     merge(&mut identity, judge.identity());
     identity["samples_digest"] = json!(samples.digest);
@@ -313,6 +314,11 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// `n` and what it counts: `one` when `n` is 1, else `many`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Adds `extra`'s fields to the object `into`.
 pub fn merge(into: &mut serde_json::Value, extra: serde_json::Value) {
     if let (Some(into), serde_json::Value::Object(extra)) = (into.as_object_mut(), extra) {
@@ -321,15 +327,41 @@ pub fn merge(into: &mut serde_json::Value, extra: serde_json::Value) {
 }
 
 pub fn print_summary(benchmark: &str, split: Split, version: &str, summary: &Summary, dir: &Path) {
+    let scores = &summary.scores;
     println!(
-        "{benchmark} ({}, {version}): {} samples, {} of {} tasks scored",
+        "{benchmark} ({}, {version}): {} samples, {} of {} tasks judged",
         split.as_str(),
         summary.samples,
-        summary.tasks_scored,
+        scores.tasks_judged,
         summary.tasks_in_dataset
     );
-    for (k, v) in &summary.pass_at_k {
-        println!("  {k}: {v:.4}");
+    let set_apart = match (scores.samples_set_apart, scores.tasks_set_apart.len()) {
+        (0, _) => String::new(),
+        (samples, 0) => format!(
+            " ({} set apart)",
+            count(samples, "infra sample", "infra samples")
+        ),
+        (samples, tasks) => format!(
+            " ({} set apart; {} with no verdict at all)",
+            count(samples, "infra sample", "infra samples"),
+            count(tasks, "task", "tasks"),
+        ),
+    };
+    for (k, v) in &scores.pass_at_k {
+        println!(
+            "  {k}: {v:.4} over {} judged{set_apart}",
+            count(scores.tasks_judged, "task", "tasks")
+        );
+    }
+    if scores.samples_set_apart > 0 {
+        let tasks = scores.tasks_judged + scores.tasks_set_apart.len();
+        for (k, v) in &scores.pass_at_k_infra_as_fail {
+            println!(
+                "  {k} with infra as failures: {v:.4} over {} (the official harness's figure \
+                 on this machine)",
+                count(tasks, "task", "tasks")
+            );
+        }
     }
     let counts = |m: &std::collections::BTreeMap<String, usize>| {
         m.iter()
@@ -348,12 +380,13 @@ pub fn print_summary(benchmark: &str, split: Split, version: &str, summary: &Sum
             n => format!(" ({n} reference solutions fail here; `assay check` lists them)"),
         }
     );
-    if summary.tasks_scored < summary.tasks_in_dataset {
+    if scores.tasks_judged < summary.tasks_in_dataset {
         println!(
-            "  warning: pass@k covers {} of {} tasks ({} without samples, the rest infra only)",
-            summary.tasks_scored,
+            "  warning: pass@k covers {} of {} tasks ({} without samples, {} infra only)",
+            scores.tasks_judged,
             summary.tasks_in_dataset,
             summary.tasks_missing.len(),
+            scores.tasks_set_apart.len(),
         );
     }
     if !summary.infra.is_empty() {

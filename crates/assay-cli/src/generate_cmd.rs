@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::bigcodebench_args::{progress_bar, DatasetArgs, RunDirArgs};
 use crate::eval_cmd::{merge, SplitArg};
+use crate::secrets;
 
 /// Which model answers, and how it is asked.
 #[derive(Args)]
@@ -133,9 +134,7 @@ impl ModelArgs {
             );
         }
         // An empty or blank variable counts as unset (`Client::new` says so when one is needed).
-        let api_key = std::env::var(parsed.provider.key_env_var())
-            .ok()
-            .map(ApiKey::new);
+        let api_key = secrets::key(parsed.provider.key_env_var()).map(ApiKey::new);
         let request_timeout = Duration::try_from_secs_f64(self.request_timeout)
             .ok()
             .filter(|d| !d.is_zero())

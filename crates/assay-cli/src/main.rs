@@ -8,6 +8,7 @@ mod eval_cmd;
 mod generate_cmd;
 mod run_cmd;
 mod sandbox_cmd;
+mod secrets;
 
 use clap::{Parser, Subcommand};
 
@@ -44,6 +45,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    secrets::take_from_environment();
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {

@@ -39,8 +39,8 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     }
     let options = args.judging.options(split)?;
     let dataset = args.tasks.load()?;
-    let judge = args.judging.start(options).await?;
     let out = args.run_dir.dir(&args.tasks, split, &chosen.name);
+    let judge = args.judging.start(options, &[&out]).await?;
     let mut manifest = manifest(
         "bigcodebench-run",
         &args.tasks,

@@ -1,10 +1,11 @@
 //! `assay sandbox ...`: the execution engine from the command line: check what isolation this
 //! machine gives, run a script, run code against its unittest tests.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use assay_eval::bigcodebench::ground_truth::CACHE_DIR as GROUND_TRUTH_DIR;
 use assay_pyenv::{EnvStatus, Environment, Profile};
 use assay_sandbox::{
     Engine, EngineConfig, InputFile, IsolationMode, Limits, ScriptJob, SessionSpec, Status,
@@ -115,11 +116,15 @@ impl LimitArgs {
 
 /// Starts an engine on the chosen profile, setting the environment up first if it isn't.
 pub async fn start_engine(args: &EngineArgs) -> Result<Engine> {
-    Ok(start_engine_in(args).await?.0)
+    Ok(start_engine_in(args, &[]).await?.0)
 }
 
-/// [`start_engine`], also returning the environment it runs in.
-pub async fn start_engine_in(args: &EngineArgs) -> Result<(Engine, Environment)> {
+/// [`start_engine`], also returning the environment it runs in. `harness`: the command's own
+/// files (run directory, samples), hidden from jobs with the rest of [`harness_paths`].
+pub async fn start_engine_in(
+    args: &EngineArgs,
+    harness: &[&Path],
+) -> Result<(Engine, Environment)> {
     let env = args.select.locate()?;
     if !matches!(env.status(), EnvStatus::Complete(_)) {
         eprintln!(
@@ -154,7 +159,33 @@ pub async fn start_engine_in(args: &EngineArgs) -> Result<(Engine, Environment)>
         config.max_running = max;
     }
     config.network = args.allow_network;
+    config.hidden = harness_paths(harness)?;
     Ok((Engine::start(config).await?, env))
+}
+
+/// What jobs must never read should it lie inside a tree they can see (the sandbox binds the
+/// system directories, the interpreter and its environment): `extra` (a run directory, a
+/// samples file), the ground-truth cache and the user's home. Each must exist now, since the
+/// view is built when the engine starts, so the directories are made here.
+fn harness_paths(extra: &[&Path]) -> Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = extra.iter().map(|p| p.to_path_buf()).collect();
+    paths.push(assay_pyenv::cache_root()?.join(GROUND_TRUTH_DIR));
+    let mut hidden: Vec<PathBuf> = std::env::var_os("HOME")
+        .filter(|home| !home.is_empty())
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    for path in paths {
+        if !path.exists() {
+            std::fs::create_dir_all(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+        }
+        hidden.push(
+            std::fs::canonicalize(&path)
+                .with_context(|| format!("resolving {}", path.display()))?,
+        );
+    }
+    Ok(hidden)
 }
 
 pub async fn run(cmd: SandboxCommand) -> Result<i32> {

@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+
+use crate::child_env::{self, Inherit};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -72,14 +74,14 @@ impl Environment {
         ));
         let mut venv = match &installer {
             Installer::Uv(uv) => {
-                let mut c = Command::new(uv);
+                let mut c = child_env::command(uv, Inherit::Tools);
                 c.arg("venv")
                     .arg("--python")
                     .arg(&self.interpreter.executable);
                 c
             }
             Installer::Pip => {
-                let mut c = Command::new(&self.interpreter.executable);
+                let mut c = child_env::command(&self.interpreter.executable, Inherit::Tools);
                 c.args(["-m", "venv"]);
                 c
             }
@@ -106,7 +108,7 @@ impl Environment {
         ));
         let install = match &installer {
             Installer::Uv(uv) => {
-                let mut c = Command::new(uv);
+                let mut c = child_env::command(uv, Inherit::Tools);
                 // Bytecode now, so that neither the workers nor their jobs compile modules
                 // from source on every import (pip does this by default, uv does not).
                 c.args(["pip", "install", "--compile-bytecode", "--python"])
@@ -116,7 +118,7 @@ impl Environment {
                 c
             }
             Installer::Pip => {
-                let mut c = Command::new(self.python());
+                let mut c = child_env::command(self.python(), Inherit::Tools);
                 c.args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
                     .arg(&requirements);
                 c
@@ -125,7 +127,7 @@ impl Environment {
         run_step("installing packages", install, INSTALL_TIMEOUT, observer)?;
 
         observer.step("checking that the preloaded modules import");
-        let mut verify = Command::new(self.python());
+        let mut verify = child_env::command(self.python(), Inherit::Tools);
         verify.args(["-I", "-c", VERIFY_SCRIPT]);
         verify.args(self.profile.preload);
         verify.env("MPLBACKEND", "Agg");
@@ -293,7 +295,7 @@ fn choose_installer(python: &Path, observer: &dyn SetupObserver) -> Installer {
         "installing uv {UV_VERSION} from PyPI (faster installs)"
     ));
     // `--target` needs only pip, not the venv module (which Debian ships separately).
-    let mut pip = Command::new(python);
+    let mut pip = child_env::command(python, Inherit::Tools);
     pip.args([
         "-m",
         "pip",

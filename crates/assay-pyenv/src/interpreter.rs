@@ -1,10 +1,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::child_env::{self, Inherit};
 use crate::install::run_bounded;
 use crate::{Error, Result};
 
@@ -61,7 +62,8 @@ impl Interpreter {
             path: path.to_path_buf(),
             reason,
         };
-        let mut cmd = Command::new(path);
+        // A pyenv shim needs PATH, HOME and PYENV_* to find the real interpreter.
+        let mut cmd = child_env::command(path, Inherit::Tools);
         cmd.args(["-I", "-c", PROBE])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -17,6 +17,7 @@
 //! * [`nltk`] fetches the NLTK data a profile's tasks load at run time into the environment.
 
 mod cache;
+pub mod child_env;
 mod environment;
 mod install;
 mod interpreter;

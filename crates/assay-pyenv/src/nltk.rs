@@ -10,9 +10,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
+use crate::child_env::{self, Inherit};
 use crate::install::run_bounded;
 use crate::{Error, Result};
 
@@ -39,7 +39,8 @@ pub fn fetch(
     packages: &[&str],
     index: Option<&str>,
 ) -> Result<BTreeMap<String, String>> {
-    let mut cmd = Command::new(python);
+    // Proxies and TLS trust reach the downloader; nothing else does.
+    let mut cmd = child_env::command(python, Inherit::Tools);
     cmd.args(["-I", "-c", FETCH_SCRIPT])
         .arg(target)
         .arg(index.unwrap_or(""))

@@ -75,9 +75,19 @@ impl Profile {
     }
 
     /// A short stable digest of the requirement set, part of the environment's directory name,
-    /// so that changing a pin builds a new environment instead of mutating an old one.
+    /// so that changing a pin builds a new environment instead of mutating an old one. Only
+    /// the requirements count: editing a comment keeps the environment.
     pub fn digest(&self) -> String {
-        blake3::hash(self.requirements.as_bytes()).to_hex()[..12].to_string()
+        let pins: Vec<&str> = self.pins().collect();
+        blake3::hash(pins.join("\n").as_bytes()).to_hex()[..12].to_string()
+    }
+
+    /// The requirement lines, without comments and blank lines.
+    fn pins(&self) -> impl Iterator<Item = &'static str> {
+        self.requirements
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or("").trim())
+            .filter(|l| !l.is_empty())
     }
 
     /// The preload list as owned names (what an engine configuration takes).
@@ -87,11 +97,7 @@ impl Profile {
 
     /// The number of pinned packages (non-comment, non-blank lines).
     pub fn package_count(&self) -> usize {
-        self.requirements
-            .lines()
-            .map(|l| l.split('#').next().unwrap_or("").trim())
-            .filter(|l| !l.is_empty())
-            .count()
+        self.pins().count()
     }
 }
 

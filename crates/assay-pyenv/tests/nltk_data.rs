@@ -1,6 +1,10 @@
 //! Fetching NLTK data with the environment's own NLTK, from a real HTTP server on loopback
 //! that serves an index in NLTK's format.
 
+// A test starts its own processes as it needs (assay's own children are made by
+// `assay_pyenv::child_env`, which the workspace's clippy rule enforces).
+#![allow(clippy::disallowed_methods)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -42,6 +42,9 @@ pub(crate) struct JobCgroup {
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct CgroupStats {
     pub memory_peak: Option<u64>,
+    /// Most tasks (processes and threads) at once, where the kernel keeps `pids.peak` (6.1+
+    /// on v2, 6.13+ on v1).
+    pub processes_peak: Option<u64>,
     pub oom_kills: u64,
     pub cpu: Option<Duration>,
 }
@@ -278,6 +281,10 @@ impl JobCgroup {
         };
         CgroupStats {
             memory_peak: read_u64(&self.memory.join(peak_file)),
+            processes_peak: self
+                .pids
+                .as_ref()
+                .and_then(|pids| read_u64(&pids.join("pids.peak"))),
             oom_kills: self.oom_kills().saturating_sub(self.oom_start),
             cpu: match (self.cpu_usage(), self.cpu_start) {
                 (Some(now), Some(start)) => Some(now.saturating_sub(start)),

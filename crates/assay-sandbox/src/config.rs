@@ -24,7 +24,7 @@ pub struct Limits {
     /// Memory of the job's whole process tree with a cgroup, of each process otherwise
     /// (`RLIMIT_DATA`, which unlike `RLIMIT_AS` does not break OpenBLAS's reservations).
     pub memory_bytes: u64,
-    /// Processes and threads the job may have at once.
+    /// Processes and threads the job may have at once. Default: [`default_processes`].
     pub processes: u64,
     /// CPUs' worth of time the job's tree may use at once (with a cgroup): one job cannot
     /// starve the others by spreading work over many processes.
@@ -44,7 +44,7 @@ impl Default for Limits {
             wall: Duration::from_secs(60),
             cpu: None,
             memory_bytes: 4 << 30,
-            processes: 512,
+            processes: default_processes(),
             cpus: 1.0,
             output_bytes: 1 << 20,
             file_size_bytes: 256 << 20,
@@ -52,6 +52,22 @@ impl Default for Limits {
             stack_bytes: None,
         }
     }
+}
+
+/// The default cap on a job's processes and threads: `2 × (64 + 4 × CPUs)`, 144 on 2 CPUs.
+///
+/// From what BigCodeBench's 1,140 reference solutions need at most (measured per task, kept in
+/// the ground-truth cache; docs/sandbox.md, "Processes"): 63 on 2 CPUs and 59 on 1, both
+/// BigCodeBench/289, whose TensorFlow thread pools grow by 4 per CPU; multiprocessing pools
+/// grow by one per CPU. So `60 + 4 × CPUs` covers every reference, and the default doubles
+/// its rounded-up form: room for solutions less frugal than the references, while a fork bomb
+/// stops at a small multiple of what any honest one needs. CPUs are those online, as
+/// `os.cpu_count()` (what `multiprocessing` sizes pools by) counts them.
+pub fn default_processes() -> u64 {
+    // SAFETY: sysconf reads a system value and has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let cpus = u64::try_from(online).unwrap_or(1).max(1);
+    2 * (64 + 4 * cpus)
 }
 
 impl Limits {
@@ -75,6 +91,9 @@ pub struct EngineConfig {
     /// Use a cgroup per job where the machine allows (as root). Off, memory and process
     /// limits fall back to rlimits, as for an unprivileged user.
     pub cgroups: bool,
+    /// Confine jobs with Landlock where the kernel has it (the default). Off, as on kernels
+    /// without it: for tests of what the other layers hold alone.
+    pub landlock: bool,
     /// Give jobs the host's network instead of a private one with loopback only. Off by
     /// default: evaluated code should not reach the internet unless asked for.
     pub network: bool,
@@ -97,8 +116,12 @@ pub struct EngineConfig {
     /// Extra host paths the sandbox may read (the interpreter, its environment, the system
     /// directories and the worker runtime are always visible).
     pub extra_readonly: Vec<PathBuf>,
-    /// Host paths to hide even if they lie inside a visible tree: run directories, test and
-    /// ground-truth files. The assay executable itself is always hidden.
+    /// Host paths to hide even if they lie inside a visible tree: run directories, samples,
+    /// the ground-truth cache, the user's home. Absolute, and existing when the engine starts
+    /// (the view is built then). One that contains a visible tree is left alone (it is not
+    /// visible beyond that tree). The assay executable itself is always hidden. Without
+    /// namespaces only a job that starts as root can mask; elsewhere Landlock shows the
+    /// visible trees whole.
     pub hidden: Vec<PathBuf>,
     /// Extra environment variables for every job. Nothing from the supervisor's own
     /// environment reaches a job except through this and the built-in allow-list.
@@ -129,6 +152,7 @@ impl EngineConfig {
             isolation: IsolationMode::Auto,
             namespaces: true,
             cgroups: true,
+            landlock: true,
             network: false,
             // Set just below, together.
             concurrency: 0,

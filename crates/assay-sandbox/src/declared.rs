@@ -120,12 +120,9 @@ fn tests_of<'s>(
                 }
             }
             "decorated_definition" => {
-                let Some(name) = member
+                let name = member
                     .child_by_field_name("definition")
-                    .and_then(|d| d.child_by_field_name("name"))
-                else {
-                    return None;
-                };
+                    .and_then(|d| d.child_by_field_name("name"))?;
                 let name = text(name, source);
                 if name.starts_with(PREFIX) {
                     // `@patch(...)`, `@unittest.skip(...)` and friends keep a callable; a

@@ -217,6 +217,7 @@ impl Aftermath {
             memory_peak_bytes: cgroup
                 .memory_peak
                 .or_else(|| rusage.map(|r| r.maxrss_kib * 1024)),
+            processes_peak: cgroup.processes_peak,
         }
     }
 

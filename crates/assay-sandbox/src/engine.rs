@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use assay_pyenv::child_env::{self, Inherit};
 use serde_json::json;
 use tokio::sync::Notify;
 
@@ -62,9 +63,8 @@ struct PythonPaths {
 
 async fn probe_python(python: &Path) -> Result<PythonPaths, Error> {
     let script = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix]))";
-    let mut cmd = tokio::process::Command::new(python);
+    let mut cmd = tokio::process::Command::from(child_env::command(python, Inherit::Nothing));
     cmd.args(["-I", "-c", script])
-        .env_clear()
         .stdin(Stdio::null())
         .kill_on_drop(true);
     let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
@@ -139,7 +139,15 @@ fn view(
             hidden.display()
         )));
     }
-    let mut masks: Vec<PathBuf> = config.hidden.clone();
+    // Masked where they lie inside a bound tree. One that holds a tree jobs must read (a
+    // $HOME with the environment in it) cannot be covered whole, and needs no cover: of it,
+    // the view shows only the bound trees.
+    let mut masks: Vec<PathBuf> = config
+        .hidden
+        .iter()
+        .filter(|hidden| !readonly.iter().any(|bound| bound.starts_with(hidden)))
+        .cloned()
+        .collect();
     if let Ok(exe) = std::env::current_exe() {
         masks.push(exe);
     }
@@ -177,7 +185,14 @@ fn base_env(python: &Path) -> BTreeMap<String, String> {
 
 impl Engine {
     /// Starts the worker, learns what isolation this machine gives, and fills the prefork pool.
+    ///
+    /// It makes the calling process non-dumpable first: below full isolation a job may run as
+    /// this process's uid and see its `/proc` entry, whose `environ` and `mem` would otherwise
+    /// be readable to it (API keys); non-dumpable, they need `CAP_SYS_PTRACE`, which no job
+    /// has. (Core dumps of this process are off from then on.)
     pub async fn start(config: EngineConfig) -> Result<Engine, Error> {
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+            .map_err(|e| Error::Start(format!("making this process non-dumpable: {e}")))?;
         let paths = probe_python(&config.python).await?;
         let runtime_root = match &config.runtime_dir {
             Some(dir) => dir.clone(),
@@ -205,6 +220,7 @@ impl Engine {
         let init = json!({
             "op": "init",
             "namespaces": config.namespaces,
+            "landlock": config.landlock,
             "network": config.network,
             "strict": config.isolation == IsolationMode::Strict,
             "drop_to": if root { Some([SANDBOX_ID, SANDBOX_ID]) } else { None },

@@ -9,7 +9,7 @@ pub enum IsolationLevel {
     /// No namespaces, but an unprivileged or Landlock- and seccomp-confined process.
     Partial,
     /// Own user, mount, PID, network, IPC and UTS namespaces; read-only filesystem view without
-    /// the harness's files; private /tmp; unprivileged uid without capabilities;
+    /// the harness's files; private /tmp and /dev/shm; unprivileged uid without capabilities;
     /// no_new_privs; Landlock; seccomp.
     Full,
 }
@@ -32,6 +32,9 @@ pub struct Layers {
     pub ipc_ns: bool,
     #[serde(default)]
     pub private_tmp: bool,
+    /// A `/dev/shm` of its own: always with namespaces, as root without them.
+    #[serde(default)]
+    pub private_shm: bool,
     /// Runs as a uid other than root, without capabilities.
     #[serde(default)]
     pub unprivileged: bool,
@@ -54,6 +57,7 @@ impl Layers {
         if namespaces
             && network_isolated_or_allowed
             && self.private_tmp
+            && self.private_shm
             && self.unprivileged
             && confined
         {
@@ -102,6 +106,7 @@ mod tests {
             network: false,
             ipc_ns: true,
             private_tmp: true,
+            private_shm: true,
             unprivileged: true,
             no_new_privs: true,
             landlock_abi: 7,
@@ -116,13 +121,14 @@ mod tests {
         online.net_ns = false;
         online.network = true;
         assert_eq!(online.level(), IsolationLevel::Full, "a network asked for");
-        let weakened: [fn(&mut Layers); 6] = [
+        let weakened: [fn(&mut Layers); 7] = [
             |l| l.net_ns = false,
             |l| l.pid_ns = false,
             |l| l.unprivileged = false,
             |l| l.landlock_abi = 0,
             |l| l.seccomp = false,
             |l| l.private_tmp = false,
+            |l| l.private_shm = false,
         ];
         for weaken in weakened {
             let mut layers = full();

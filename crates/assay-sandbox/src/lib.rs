@@ -62,7 +62,7 @@ mod slots;
 mod worker;
 
 pub use capture::Captured;
-pub use config::{EngineConfig, IsolationMode, Limits};
+pub use config::{default_processes, EngineConfig, IsolationMode, Limits};
 pub use declared::declared_tests;
 pub use engine::Engine;
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};

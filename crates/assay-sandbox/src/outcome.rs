@@ -59,6 +59,10 @@ pub struct Usage {
     pub cpu: Option<Duration>,
     /// Peak memory: the tree's with a cgroup, the largest process's otherwise.
     pub memory_peak_bytes: Option<u64>,
+    /// Most processes and threads the job's tree had at once (what `Limits::processes`
+    /// caps): known with a cgroup on a kernel that keeps the peak.
+    #[serde(default)]
+    pub processes_peak: Option<u64>,
 }
 
 /// An exception as Python described it.

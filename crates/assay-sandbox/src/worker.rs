@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use assay_pyenv::child_env::{self, Inherit};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -164,9 +165,8 @@ impl Worker {
             "import sys; sys.path.insert(0, {}); import assay_worker.zygote as z; z.main()",
             serde_json::to_string(&params.runtime_dir.to_string_lossy()).expect("string")
         );
-        let mut cmd = Command::new(&params.python);
+        let mut cmd = Command::from(child_env::command(&params.python, Inherit::Nothing));
         cmd.args(["-I", "-B", "-c", &boot])
-            .env_clear()
             .envs(params.env.iter().map(|(k, v)| (k, v)))
             .current_dir("/")
             .stdin(Stdio::from(theirs))

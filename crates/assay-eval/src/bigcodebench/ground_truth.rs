@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assay_report::RunDir;
-use assay_sandbox::{Engine, Limits, Status, TestResult};
+use assay_sandbox::{default_processes, Engine, Limits, Status, TestResult};
 use assay_tasks::bigcodebench::{Dataset, Task};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -20,8 +20,17 @@ use tokio::sync::{mpsc, watch};
 use super::run::{judge, Finished, SampleResult};
 use super::verdict::Environment;
 
+/// The reference runs' directory in assay's cache.
+pub const CACHE_DIR: &str = "ground-truth";
+
 /// How long a reference solution may run: the official ground-truth limit.
 pub const REFERENCE_TIMEOUT: Duration = Duration::from_secs(240);
+/// Processes and threads a reference may have at once: twice the default for samples, so that
+/// the references' measured peaks, not a cap, are what set that default
+/// (`assay_sandbox::default_processes`).
+pub fn reference_processes() -> u64 {
+    2 * default_processes()
+}
 /// Memory a reference solution may use, whatever an evaluation's `--memory`: the results are
 /// shared by every evaluation of the dataset.
 pub const REFERENCE_MEMORY_BYTES: u64 = 8 << 30;
@@ -32,6 +41,8 @@ pub struct ReferenceResult {
     pub status: Status,
     pub seconds: f64,
     pub reason: String,
+    /// Most processes and threads the reference had at once, where measured.
+    pub processes_peak: Option<u64>,
 }
 
 impl ReferenceResult {
@@ -52,6 +63,7 @@ impl ReferenceResult {
             status: result.status,
             seconds: result.wall_seconds,
             reason,
+            processes_peak: result.processes_peak,
         }
     }
 
@@ -95,6 +107,39 @@ impl GroundTruth {
             })
             .collect()
     }
+
+    /// How many processes and threads the references of `tasks` had at once: the basis of
+    /// the default process cap (`Limits::processes`).
+    pub fn processes(&self, tasks: &[Task]) -> ProcessPeaks {
+        let mut peaks: Vec<(u64, &str)> = tasks
+            .iter()
+            .filter_map(|t| {
+                let peak = self.tasks.get(&t.task_id)?.processes_peak?;
+                Some((peak, t.task_id.as_str()))
+            })
+            .collect();
+        peaks.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        ProcessPeaks {
+            measured: peaks.len(),
+            highest: peaks
+                .iter()
+                .take(PEAKS_LISTED)
+                .map(|&(peak, task)| (task.to_string(), peak))
+                .collect(),
+        }
+    }
+}
+
+/// Tasks listed by [`GroundTruth::processes`], highest first.
+const PEAKS_LISTED: usize = 10;
+
+/// The process peaks of reference runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessPeaks {
+    /// References whose peak is known (it needs a cgroup and a kernel that keeps it).
+    pub measured: usize,
+    /// The highest peaks, highest first: (task, processes and threads at once).
+    pub highest: Vec<(String, u64)>,
 }
 
 /// The official ground-truth figures over a dataset's tasks.
@@ -105,6 +150,8 @@ pub struct GroundTruthSummary {
     pub failed_tasks: BTreeMap<String, String>,
     /// Where the reference results are kept.
     pub cache: PathBuf,
+    /// How many processes the references needed at once.
+    pub processes: ProcessPeaks,
 }
 
 impl GroundTruthSummary {
@@ -142,12 +189,13 @@ impl References {
             "guards": guards,
             "timeout_seconds": REFERENCE_TIMEOUT.as_secs(),
             "memory_bytes": REFERENCE_MEMORY_BYTES,
+            "processes": reference_processes(),
         });
         // Everything that can change a reference's verdict or time names the directory, so a
         // cache kept from another setting (or an older assay) is never mistaken for this one.
         let settings = blake3::hash(identity.to_string().as_bytes()).to_hex();
         let name = format!("{}-{environment}-{}", dataset.digest, &settings[..8]);
-        let path = cache.join("ground-truth").join(name);
+        let path = cache.join(CACHE_DIR).join(name);
         let manifest = json!({
             "assay_version": env!("CARGO_PKG_VERSION"),
             "kind": "bigcodebench-ground-truth",
@@ -196,6 +244,7 @@ impl References {
             pass_rate: self.truth.pass_rate(tasks),
             failed_tasks: self.truth.failures(tasks),
             cache: self.path().to_path_buf(),
+            processes: self.truth.processes(tasks),
         }
     }
 
@@ -242,6 +291,7 @@ fn reference_limits() -> Limits {
     Limits {
         wall: REFERENCE_TIMEOUT,
         memory_bytes: REFERENCE_MEMORY_BYTES,
+        processes: reference_processes(),
         stack_bytes: Some(super::run::STACK_BYTES),
         ..Limits::default()
     }
@@ -258,6 +308,7 @@ mod tests {
             status,
             seconds,
             reason: format!("{status}"),
+            processes_peak: None,
         }
     }
 
@@ -281,6 +332,30 @@ mod tests {
         assert_eq!(failures[&tasks[1].task_id], "fail: fail");
         assert_eq!(failures[&tasks[3].task_id], "not run");
         assert_eq!(truth.pass_rate(&[]), 0.0);
+    }
+
+    #[test]
+    fn process_peaks_are_listed_highest_first_over_the_measured() {
+        let hard = Dataset::embedded("v0.1.4", Subset::Hard).unwrap();
+        let tasks = &hard.tasks[..4];
+        let mut truth = GroundTruth::default();
+        for (task, peak) in tasks.iter().zip([Some(3), Some(40), None, Some(40)]) {
+            let mut result = reference(Status::Pass, 0.1);
+            result.processes_peak = peak;
+            truth.tasks.insert(task.task_id.clone(), result);
+        }
+        let peaks = truth.processes(tasks);
+        assert_eq!(peaks.measured, 3);
+        let (a, b) = (&tasks[1].task_id, &tasks[3].task_id);
+        let (first, second) = if a < b { (a, b) } else { (b, a) };
+        assert_eq!(
+            peaks.highest,
+            [
+                (first.clone(), 40),
+                (second.clone(), 40),
+                (tasks[0].task_id.clone(), 3)
+            ]
+        );
     }
 
     #[test]

@@ -101,6 +101,10 @@ pub struct SampleResult {
     pub wall_seconds: f64,
     pub cpu_seconds: Option<f64>,
     pub memory_peak_bytes: Option<u64>,
+    /// Most processes and threads at once (see `Usage::processes_peak`); absent from records
+    /// of older versions.
+    #[serde(default)]
+    pub processes_peak: Option<u64>,
     pub isolation: IsolationLevel,
 }
 
@@ -113,14 +117,29 @@ pub trait Progress: Send {
     fn reference_finished(&mut self, result: &SampleResult);
 }
 
+/// pass@k two ways, and what each counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scores {
+    /// The headline: over the tasks judged, `infra` samples left out (the environment, not the
+    /// model, decided them).
+    pub pass_at_k: BTreeMap<String, f64>,
+    /// Tasks with at least one sample that got a verdict.
+    pub tasks_judged: usize,
+    /// Tasks with samples of which none got a verdict: every one was `infra`.
+    pub tasks_set_apart: Vec<String>,
+    /// Samples left out as `infra`, in all tasks.
+    pub samples_set_apart: usize,
+    /// Every sample counted, `infra` as a failure, over every task with samples: what the
+    /// official harness, which knows no `infra`, would print on this machine.
+    pub pass_at_k_infra_as_fail: BTreeMap<String, f64>,
+}
+
 /// What an evaluation came to.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// pass@k over the tasks that have a verdict (see `tasks_scored`).
-    pub pass_at_k: BTreeMap<String, f64>,
+    #[serde(flatten)]
+    pub scores: Scores,
     pub tasks_in_dataset: usize,
-    /// Tasks with at least one sample that got a verdict.
-    pub tasks_scored: usize,
     /// Tasks without any sample in the file.
     pub tasks_missing: Vec<String>,
     pub samples: usize,
@@ -190,6 +209,7 @@ fn no_answer(index: usize, task_id: &str, why: &str, isolation: IsolationLevel) 
         wall_seconds: 0.0,
         cpu_seconds: None,
         memory_peak_bytes: None,
+        processes_peak: None,
         isolation,
     }
 }
@@ -262,6 +282,7 @@ pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) 
         wall_seconds: outcome.usage.wall.as_secs_f64(),
         cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
         memory_peak_bytes: outcome.usage.memory_peak_bytes,
+        processes_peak: outcome.usage.processes_peak,
         isolation: outcome.isolation,
     }
 }
@@ -500,8 +521,8 @@ impl Evaluation<'_> {
             .map_err(|e| e.to_string())?;
         let scores = scores(results);
         let mut pass_at_k = serde_json::Map::new();
-        for (k, value) in &scores {
-            pass_at_k.insert(format!("pass@{k}"), json!(value));
+        for (k, value) in &scores.pass_at_k {
+            pass_at_k.insert(k.clone(), json!(value));
         }
         pass_at_k.insert("model".into(), json!(model));
         pass_at_k.insert("split".into(), json!(options.split.as_str()));
@@ -509,25 +530,60 @@ impl Evaluation<'_> {
         pass_at_k.insert("calibrated".into(), json!(options.calibrated));
         pass_at_k.insert("gt_pass_rate".into(), json!(ground_truth.pass_rate));
         pass_at_k.insert("failed_tasks".into(), json!(ground_truth.failed_ids()));
+        // Not in the official file: what the figures above leave out, and the figure the
+        // official harness would give here.
+        pass_at_k.insert("tasks_judged".into(), json!(scores.tasks_judged));
+        pass_at_k.insert(
+            "tasks_set_apart".into(),
+            json!(scores.tasks_set_apart.len()),
+        );
+        pass_at_k.insert("samples_set_apart".into(), json!(scores.samples_set_apart));
+        pass_at_k.insert(
+            "infra_as_fail".into(),
+            json!(scores.pass_at_k_infra_as_fail),
+        );
         run.write_json("pass_at_k.json", &Value::Object(pass_at_k))
             .map_err(|e| e.to_string())
     }
 }
 
-/// pass@k over the tasks with at least one verdict (infra samples don't count either way).
-fn scores(results: &BTreeMap<usize, SampleResult>) -> BTreeMap<u64, f64> {
-    let mut tallies: BTreeMap<&str, TaskTally> = BTreeMap::new();
+/// pass@k with `infra` samples left out (tasks with none judged left out too), and with
+/// them counted as failures.
+fn scores(results: &BTreeMap<usize, SampleResult>) -> Scores {
+    let empty = TaskTally {
+        samples: 0,
+        passed: 0,
+    };
+    let mut judged: BTreeMap<&str, TaskTally> = BTreeMap::new();
+    let mut all: BTreeMap<&str, TaskTally> = BTreeMap::new();
     for result in results.values() {
-        if let Some(verdict) = &result.official {
-            let tally = tallies.entry(result.task_id.as_str()).or_insert(TaskTally {
-                samples: 0,
-                passed: 0,
-            });
+        let passed = result.official.as_ref().is_some_and(Official::passed);
+        let tally = all.entry(result.task_id.as_str()).or_insert(empty);
+        tally.samples += 1;
+        tally.passed += u64::from(passed);
+        if result.official.is_some() {
+            let tally = judged.entry(result.task_id.as_str()).or_insert(empty);
             tally.samples += 1;
-            tally.passed += u64::from(verdict.passed());
+            tally.passed += u64::from(passed);
         }
     }
-    pass_at_ks(&tallies.into_values().collect::<Vec<_>>(), DEFAULT_KS)
+    let named = |tallies: Vec<TaskTally>| {
+        pass_at_ks(&tallies, DEFAULT_KS)
+            .into_iter()
+            .map(|(k, v)| (format!("pass@{k}"), v))
+            .collect()
+    };
+    Scores {
+        pass_at_k: named(judged.values().copied().collect()),
+        tasks_judged: judged.len(),
+        tasks_set_apart: all
+            .keys()
+            .filter(|task| !judged.contains_key(*task))
+            .map(|task| task.to_string())
+            .collect(),
+        samples_set_apart: results.values().filter(|r| r.official.is_none()).count(),
+        pass_at_k_infra_as_fail: named(all.into_values().collect()),
+    }
 }
 
 fn summarize(
@@ -540,14 +596,12 @@ fn summarize(
     let mut statuses = BTreeMap::new();
     let mut officials = BTreeMap::new();
     let mut infra = BTreeMap::new();
-    let mut scored = BTreeSet::new();
     let mut seen = BTreeSet::new();
     for result in results.values() {
         seen.insert(result.task_id.as_str());
         *statuses.entry(result.status.to_string()).or_insert(0) += 1;
         match &result.official {
             Some(verdict) => {
-                scored.insert(result.task_id.as_str());
                 *officials.entry(verdict.status.clone()).or_insert(0) += 1;
             }
             None => {
@@ -562,12 +616,8 @@ fn summarize(
     slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
     slowest.truncate(10);
     Summary {
-        pass_at_k: scores(results)
-            .into_iter()
-            .map(|(k, v)| (format!("pass@{k}"), v))
-            .collect(),
+        scores: scores(results),
         tasks_in_dataset: dataset.tasks.len(),
-        tasks_scored: scored.len(),
         tasks_missing: dataset
             .tasks
             .iter()
@@ -629,6 +679,56 @@ fn format_minute(unix: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn result(index: usize, task: &str, status: Option<&str>) -> SampleResult {
+        SampleResult {
+            index,
+            task_id: task.into(),
+            program_digest: String::new(),
+            status: if status.is_some() {
+                Status::Fail
+            } else {
+                Status::Infra
+            },
+            reason: String::new(),
+            official: status.map(|s| Official {
+                status: s.into(),
+                details: Vec::new(),
+            }),
+            infra: None,
+            tests: Vec::new(),
+            wall_seconds: 0.0,
+            cpu_seconds: None,
+            memory_peak_bytes: None,
+            processes_peak: None,
+            isolation: IsolationLevel::Full,
+        }
+    }
+
+    #[test]
+    fn scores_say_what_they_leave_out_and_the_official_figure_here() {
+        // Task a: judged, passes. Task b: one pass, one infra. Task c: infra only.
+        let results: BTreeMap<usize, SampleResult> = [
+            result(0, "a", Some("pass")),
+            result(1, "b", Some("pass")),
+            result(2, "b", None),
+            result(3, "c", None),
+        ]
+        .into_iter()
+        .map(|r| (r.index, r))
+        .collect();
+        let scores = scores(&results);
+        // Left out: c entirely, b's infra sample. b has one judged sample: pass@1 = 1.
+        assert_eq!(scores.pass_at_k, [("pass@1".to_string(), 1.0)].into());
+        assert_eq!(scores.tasks_judged, 2);
+        assert_eq!(scores.tasks_set_apart, ["c"]);
+        assert_eq!(scores.samples_set_apart, 2);
+        // Counted as failures: a 1, b 1/2, c 0 over three tasks.
+        assert_eq!(
+            scores.pass_at_k_infra_as_fail,
+            [("pass@1".to_string(), 0.5)].into()
+        );
+    }
 
     #[test]
     fn official_dates_and_model_names() {

@@ -46,6 +46,22 @@ def _covered(path, bound):
     return any(path == b or path.startswith(b.rstrip("/") + "/") for b in bound)
 
 
+def mask(paths, root="", null=None):
+    """Covers each of ``paths`` (under ``root``) that exists: a directory with an empty
+    read-only tmpfs, a file with /dev/null."""
+    for path in paths:
+        target = root + path
+        if not os.path.lexists(target):
+            continue
+        if os.path.isdir(target):
+            L.mount("tmpfs", target, "tmpfs", L.MS_RDONLY | L.MS_NOSUID | L.MS_NODEV,
+                    "size=4k,mode=555")
+        elif null is None:
+            L.mount("/dev/null", target, None, L.MS_BIND)
+        else:
+            _bind(null, target)
+
+
 def build(readonly, masks, mountpoints):
     """Replaces this mount namespace's root with the view and makes it read-only.
 
@@ -84,15 +100,7 @@ def build(readonly, masks, mountpoints):
             if not _covered(path, sources):
                 os.makedirs(os.path.dirname(new_root + path), mode=0o755, exist_ok=True)
                 os.symlink(dest, new_root + path)
-        for mask in masks:
-            target = new_root + mask
-            if not os.path.lexists(target) or not _covered(mask, sources):
-                continue
-            if os.path.isdir(target):
-                L.mount("tmpfs", target, "tmpfs", L.MS_RDONLY | L.MS_NOSUID | L.MS_NODEV,
-                        "size=4k,mode=555")
-            else:
-                _bind(null, target)
+        mask([m for m in masks if _covered(m, sources)], new_root, null)
         dev = new_root + "/dev"
         os.makedirs(dev, mode=0o755, exist_ok=True)
         L.mount("tmpfs", dev, "tmpfs", L.MS_NOSUID | L.MS_NOEXEC, "mode=755,size=64k")

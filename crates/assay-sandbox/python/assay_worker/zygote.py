@@ -126,6 +126,10 @@ class Zygote:
                                    "requested")
             self.mode = "degraded"
             home = self.cfg["degraded_home"]
+            # Jobs may run as our own uid and see every process: none of them may read our
+            # memory or /proc entries (nor, through us, anything the supervisor passed on).
+            # Jobs inherit this across fork (see confine.degraded).
+            L.prctl(L.PR_SET_DUMPABLE, 0)
         # Libraries that cache things (matplotlib's font list) write under these, and some
         # want a temporary directory at import (scipy.stats, sklearn).
         for name in ("HOME", "MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "TMPDIR"):

@@ -1,0 +1,56 @@
+//! The API keys, moved out of assay's environment before anything else runs.
+//!
+//! A key in the environment is readable by anything that can read this process's
+//! `/proc/<pid>/environ`, which shows the environment the process started with whatever it
+//! later removes. Below full isolation a job may run as this process's uid, and the engine's
+//! non-dumpable flag is what closes that file to it; this is the second wall: at start, while
+//! the process has a single thread, each key is copied here and its bytes in the initial
+//! environment are overwritten, then the variable is removed. Children never saw the keys
+//! anyway (`assay_pyenv::child_env`).
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::sync::OnceLock;
+
+/// The variables holding keys assay reads (`Provider::key_env_var`).
+const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+
+static KEYS: OnceLock<BTreeMap<&'static str, String>> = OnceLock::new();
+
+/// Moves every key out of the environment. Call first thing in `main`: the process must have
+/// one thread (no other may be reading the environment) and nothing may have read a key yet.
+pub fn take_from_environment() {
+    let mut keys = BTreeMap::new();
+    for &name in KEY_VARIABLES {
+        if let Ok(value) = std::env::var(name) {
+            keys.insert(name, value);
+        }
+        wipe(name);
+        std::env::remove_var(name);
+    }
+    // Called once, from `main`; a second call would find nothing left to take.
+    let _ = KEYS.set(keys);
+}
+
+/// The key that was in variable `name` when assay started, if any.
+pub fn key(name: &str) -> Option<String> {
+    KEYS.get()?.get(name).cloned()
+}
+
+/// Overwrites the value of `name` where the environment keeps it: for a variable assay was
+/// started with, the block `/proc/self/environ` shows.
+fn wipe(name: &str) {
+    let Ok(c_name) = CString::new(name) else {
+        return;
+    };
+    // SAFETY: the process is single-threaded here (see `take_from_environment`), so nothing
+    // else reads or changes the environment meanwhile. `getenv` returns null or a pointer to
+    // the value's NUL-terminated bytes, which belong to this process and are writable (the
+    // initial stack, or memory `setenv` allocated); `strlen` bytes from there are the value.
+    unsafe {
+        let value = libc::getenv(c_name.as_ptr());
+        if !value.is_null() {
+            std::ptr::write_bytes(value, 0, libc::strlen(value));
+        }
+    }
+}
