@@ -4,8 +4,9 @@
 Installs the official evaluator (bigcodebench==0.2.5, --no-deps, as its Docker image does) into
 its own virtual environment with the same pinned requirement set assay uses, then evaluates the
 same samples on the same dataset file with the same parallelism: first the official harness
-(`--execution local`, BIGCODEBENCH_OVERRIDE_PATH), then `assay eval`. Prints both wall times,
-the ratio, how close assay came to its floors (the sum of the tests' own run times, and of
+(`--execution local`, BIGCODEBENCH_OVERRIDE_PATH), then `assay eval` under each time policy
+asked for (default: assay's own, then the official `--timeout 240`). Prints the wall times,
+the ratios, how close assay came to its floors (the sum of the tests' own run times, and of
 their CPU times, divided by the jobs), and how many verdicts the two gave alike.
 
     python3 bench/speed.py                       # the 1,140 reference solutions, v0.1.4
@@ -119,6 +120,9 @@ def main():
     parser.add_argument("--assay", default=str(REPO / "target" / "release" / "assay"))
     parser.add_argument("--python", default=shutil.which("python3.11") or sys.executable)
     parser.add_argument("--work", default=str(cache_root() / "bench"))
+    parser.add_argument("--policies", default="default,240",
+                        help="assay's time policies, in order: `default` or a fixed --timeout "
+                             "in seconds (default: default,240)")
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -157,43 +161,57 @@ def main():
          "--execution", "local", "--parallel", str(args.jobs), "--no_gt"],
         env=env, cwd=official_dir)
 
-    assay_out = run_dir / "assay"
-    assay_seconds = timed(
-        [args.assay, "eval", benchmark, "--samples", str(samples), "--split", args.split,
-         "--dataset", str(data), "--jobs", str(args.jobs), "--out", str(assay_out),
-         "--json"])
+    official = verdicts_of_official(official_dir / name.replace(".jsonl", "_eval_results.json"))
+    figures = {
+        "samples": count, "jobs": args.jobs, "subset": args.subset, "version": args.version,
+        "official_seconds": round(official_seconds, 1), "run": str(run_dir), "assay": {},
+    }
+    print(f"{count} samples, {args.jobs} jobs, {args.subset} {args.version}")
+    print(f"  official evaluator {official_seconds:8.1f} s")
+    for policy in args.policies.split(","):
+        timeout = [] if policy == "default" else ["--timeout", policy]
+        assay_out = run_dir / f"assay-{policy}"
+        assay_seconds = timed(
+            [args.assay, "eval", benchmark, "--samples", str(samples), "--split", args.split,
+             "--dataset", str(data), "--jobs", str(args.jobs), "--out", str(assay_out),
+             "--json", *timeout])
+        figures["assay"][policy] = measure(assay_out, assay_seconds, official_seconds,
+                                           official, args.jobs)
+        label = "assay's default policy" if policy == "default" else f"--timeout {policy}"
+        show(label, figures["assay"][policy], count)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
 
+
+def measure(assay_out, assay_seconds, official_seconds, official, jobs):
+    """One assay run's figures against the official run."""
     records = [json.loads(l) for l in (assay_out / "results.jsonl").read_text().splitlines() if l]
-    floor = sum(r["wall_seconds"] for r in records) / args.jobs
+    floor = sum(r["wall_seconds"] for r in records) / jobs
     # Below the wall floor is possible: a job that waits lends its CPU slot. The CPU floor
     # (the tests' own CPU time / jobs) is what no scheduling can beat.
-    cpu_floor = sum(r["cpu_seconds"] for r in records) / args.jobs
-    official = verdicts_of_official(official_dir / name.replace(".jsonl", "_eval_results.json"))
+    cpu_floor = sum(r["cpu_seconds"] for r in records) / jobs
     ours = {}
     for r in sorted(records, key=lambda r: r["index"]):
         ours.setdefault(r["task_id"], []).append(r["official"]["status"] if r["official"] else "infra")
     same = sum(a == b for t in official for a, b in zip(official[t], ours.get(t, [])))
     infra = sum(s == "infra" for v in ours.values() for s in v)
-    figures = {
-        "samples": count, "jobs": args.jobs, "subset": args.subset, "version": args.version,
-        "official_seconds": round(official_seconds, 1), "assay_seconds": round(assay_seconds, 1),
+    return {
+        "assay_seconds": round(assay_seconds, 1),
         "ratio": round(official_seconds / assay_seconds, 2),
         "assay_floor_seconds": round(floor, 1),
         "assay_over_floor": round(assay_seconds / floor, 2) if floor else None,
         "assay_cpu_floor_seconds": round(cpu_floor, 1),
         "assay_over_cpu_floor": round(assay_seconds / cpu_floor, 2) if cpu_floor else None,
-        "same_verdicts": same, "assay_infra": infra, "run": str(run_dir),
+        "same_verdicts": same, "assay_infra": infra,
     }
-    print(f"{count} samples, {args.jobs} jobs, {args.subset} {args.version}")
-    print(f"  official evaluator {official_seconds:8.1f} s")
-    print(f"  assay eval         {assay_seconds:8.1f} s   ({official_seconds / assay_seconds:.1f}x faster)")
-    print(f"  assay floor        {floor:8.1f} s   (tests' own time / jobs; assay at "
-          f"{assay_seconds / floor:.2f}x of it)" if floor else "")
-    print(f"  assay CPU floor    {cpu_floor:8.1f} s   (tests' own CPU time / jobs; assay at "
-          f"{assay_seconds / cpu_floor:.2f}x of it)" if cpu_floor else "")
-    print(f"  same verdicts      {same} of {count} (assay infra: {infra})")
-    if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def show(label, f, count):
+    print(f"  assay eval, {label}: {f['assay_seconds']:.1f} s ({f['ratio']:.2f}x faster); "
+          f"{f['assay_over_floor']}x of its floor ({f['assay_floor_seconds']} s: tests' own "
+          f"time / jobs), {f['assay_over_cpu_floor']}x of its CPU floor "
+          f"({f['assay_cpu_floor_seconds']} s); same verdicts {f['same_verdicts']} of {count} "
+          f"(assay infra: {f['assay_infra']})")
 
 
 if __name__ == "__main__":
