@@ -8,9 +8,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use assay_sandbox::{Engine, IsolationMode, ScriptJob, Status};
-use common::run;
-use serde_json::Value;
+use assay_sandbox::{Engine, IsolationMode, ScriptJob};
+use common::{json_report, run};
 
 const CANARY: &str = "sk-assay-degraded-canary-51c0e7";
 
@@ -98,14 +97,7 @@ fn without_namespaces_or_landlock_the_supervisors_secrets_stay_closed() {
     });
     let _ = std::fs::remove_file(&marker);
     let (layers, out) = result;
-    assert_eq!(
-        out.status,
-        Status::Pass,
-        "{} {}",
-        out.reason,
-        out.stderr.text
-    );
-    let seen: Value = serde_json::from_str(out.stdout.text.trim()).expect("the job's report");
+    let seen = json_report(&out);
     // The supervisor and the worker are in plain sight...
     assert_eq!(seen["sees_supervisor"], true, "{seen}");
     assert_eq!(seen["sees_worker"], true, "{seen}");

@@ -27,75 +27,75 @@ fn assert_caught(out: &UnittestOutcome, missing: &str, extra: &str) {
     assert!(out.tampered.is_empty(), "{:?}", out.tampered);
 }
 
-/// `builtins.__build_class__` strips every test method from the class as it is built.
-const EMPTY_BY_BUILD_CLASS: &str = r#"
+/// Module-level code that hooks `builtins.__build_class__` and runs `change` (Python
+/// statements on `cls`, indented by eight spaces) on the class `TestCases` once it is built.
+fn on_build_class(change: &str) -> String {
+    format!(
+        r#"
 import builtins
 _build = builtins.__build_class__
-def _strip(func, name, *bases, **kw):
+def _hook(func, name, *bases, **kw):
     cls = _build(func, name, *bases, **kw)
     if name == "TestCases":
-        for attr in [a for a in vars(cls) if a.startswith("test")]:
-            delattr(cls, attr)
+{change}
     return cls
-builtins.__build_class__ = _strip
-"#;
+builtins.__build_class__ = _hook
+"#
+    )
+}
+
+/// Strips every test method.
+const STRIP: &str = "        for attr in [a for a in vars(cls) if a.startswith(\"test\")]:
+            delattr(cls, attr)";
 
 #[test]
 fn emptying_the_class_through_builtins_fails() {
-    let out = judge(EMPTY_BY_BUILD_CLASS, WRONG);
+    let out = judge(&on_build_class(STRIP), WRONG);
     assert_caught(&out, "test_double, test_zero", "none");
     assert!(out.tests.is_empty(), "{:?}", out.tests);
 }
 
-/// The tests are renamed out of the loader's sight and one that always passes takes their
-/// place.
-const RENAME_BY_BUILD_CLASS: &str = r#"
-import builtins
-_build = builtins.__build_class__
-def _rename(func, name, *bases, **kw):
-    cls = _build(func, name, *bases, **kw)
-    if name == "TestCases":
-        for attr in [a for a in vars(cls) if a.startswith("test")]:
-            setattr(cls, "renamed_" + attr, getattr(cls, attr))
-            delattr(cls, attr)
-        cls.test_fine = lambda self: None
-    return cls
-builtins.__build_class__ = _rename
-"#;
-
 #[test]
 fn renaming_the_tests_fails() {
-    let out = judge(RENAME_BY_BUILD_CLASS, WRONG);
+    // Out of the loader's sight, and one that always passes takes their place.
+    let rename = "        for attr in [a for a in vars(cls) if a.startswith(\"test\")]:
+            setattr(cls, \"renamed_\" + attr, getattr(cls, attr))
+            delattr(cls, attr)
+        cls.test_fine = lambda self: None";
+    let out = judge(&on_build_class(rename), WRONG);
     assert_caught(&out, "test_double, test_zero", "test_fine");
 }
 
-/// A correct answer that adds a test of its own: not the declared tests either.
-const ADD_BY_BUILD_CLASS: &str = r#"
-import builtins
-_build = builtins.__build_class__
-def _add(func, name, *bases, **kw):
-    cls = _build(func, name, *bases, **kw)
-    if name == "TestCases":
-        cls.test_extra = lambda self: None
-    return cls
-builtins.__build_class__ = _add
-"#;
-
 #[test]
 fn adding_a_test_fails_even_when_the_declared_ones_pass() {
-    let out = judge(ADD_BY_BUILD_CLASS, DOUBLE);
+    let add = "        cls.test_extra = lambda self: None";
+    let out = judge(&on_build_class(add), DOUBLE);
     assert_caught(&out, "none", "test_extra");
     let passed: Vec<&str> = out.tests.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(passed, ["test_double", "test_extra", "test_zero"]);
 }
 
-/// `import unittest` in the tests finds a stand-in whose `TestCase` has a metaclass that drops
-/// the test methods; the metaclass puts the real module back as it works, so nothing in
-/// `sys.modules` looks replaced once the tests run.
-const EMPTY_BY_METACLASS: &str = r#"
+/// Module-level code after which `import unittest` in the tests finds a stand-in whose
+/// `TestCase` is `_Base`, which `base` defines (it may use `_real`, the real module). Whatever
+/// empties the class also puts the real module back, so that nothing in `sys.modules` looks
+/// replaced once the tests run.
+fn stand_in_unittest(base: &str) -> String {
+    format!(
+        r#"
 import sys, types
 import unittest as _real
+{base}
+_stand_in = types.ModuleType("unittest")
+_stand_in.__dict__.update(_real.__dict__)
+_stand_in.TestCase = _Base
+sys.modules["unittest"] = _stand_in
+"#
+    )
+}
 
+#[test]
+fn emptying_the_class_with_a_metaclass_fails() {
+    let base = r#"
 class _Meta(type):
     def __new__(mcls, name, bases, namespace):
         if name == "TestCases":
@@ -105,40 +105,22 @@ class _Meta(type):
 
 class _Base(_real.TestCase, metaclass=_Meta):
     pass
-
-_stand_in = types.ModuleType("unittest")
-_stand_in.__dict__.update(_real.__dict__)
-_stand_in.TestCase = _Base
-sys.modules["unittest"] = _stand_in
 "#;
-
-#[test]
-fn emptying_the_class_with_a_metaclass_fails() {
-    let out = judge(EMPTY_BY_METACLASS, WRONG);
+    let out = judge(&stand_in_unittest(base), WRONG);
     assert_caught(&out, "test_double, test_zero", "none");
 }
 
-/// `__init_subclass__` on the stand-in's `TestCase` empties every subclass.
-const EMPTY_BY_INIT_SUBCLASS: &str = r#"
-import sys, types
-import unittest as _real
-
+#[test]
+fn emptying_the_class_with_init_subclass_fails() {
+    let base = r#"
 class _Base(_real.TestCase):
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         sys.modules["unittest"] = _real
         for attr in [a for a in vars(cls) if a.startswith("test")]:
             delattr(cls, attr)
-
-_stand_in = types.ModuleType("unittest")
-_stand_in.__dict__.update(_real.__dict__)
-_stand_in.TestCase = _Base
-sys.modules["unittest"] = _stand_in
 "#;
-
-#[test]
-fn emptying_the_class_with_init_subclass_fails() {
-    let out = judge(EMPTY_BY_INIT_SUBCLASS, WRONG);
+    let out = judge(&stand_in_unittest(base), WRONG);
     assert_caught(&out, "test_double, test_zero", "none");
 }
 

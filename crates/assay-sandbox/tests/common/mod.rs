@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use assay_pyenv::{Environment, Interpreter, Profile, SilentObserver};
-use assay_sandbox::{Engine, EngineConfig, IsolationMode, Limits, Status, UnittestOutcome};
+use assay_sandbox::{
+    Engine, EngineConfig, IsolationMode, Limits, ScriptOutcome, Status, UnittestOutcome,
+};
 use tokio::runtime::Runtime;
 
 /// The test environment's interpreter, set up on first use.
@@ -91,6 +93,18 @@ class TestCases(unittest.TestCase):
 "#;
 
 pub const DOUBLE: &str = "def task_func(x):\n    return x * 2\n";
+
+/// The JSON document a script printed, which must have exited cleanly.
+pub fn json_report(out: &ScriptOutcome) -> serde_json::Value {
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {}",
+        out.reason,
+        out.stderr.text
+    );
+    serde_json::from_str(out.stdout.text.trim()).expect("the script's JSON report")
+}
 
 /// Asserts a unittest job passed, showing why not.
 pub fn assert_passed(out: &UnittestOutcome) {
