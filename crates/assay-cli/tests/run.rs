@@ -17,7 +17,7 @@ use assay_generate::prompt;
 use assay_tasks::bigcodebench::{Dataset, Subset, Task};
 use common::assay_command;
 use mock::{MockServer, Reply, Route};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 const KEY: &str = "sk-canary-4242";
 /// Hard tasks whose reference solutions pass in the small `test` environment.
@@ -165,6 +165,19 @@ fn a_model_is_asked_judged_and_resumed_end_to_end() {
         "{stdout}"
     );
     let run = dir.path().join("run");
+    // pass_at_k.json says the same: the unanswered sample counts there too.
+    let pass_at_k = read_json(&run.join("pass_at_k.json"));
+    assert_eq!(
+        (
+            &pass_at_k["tasks_judged"],
+            &pass_at_k["tasks_set_apart"],
+            &pass_at_k["samples_set_apart"]
+        ),
+        (&json!(2), &json!(1), &json!(1)),
+        "{pass_at_k}"
+    );
+    let official_here = pass_at_k["infra_as_fail"]["pass@1"].as_f64().unwrap();
+    assert!((official_here - 1.0 / 3.0).abs() < 1e-12, "{pass_at_k}");
 
     // The requests: the official user message, greedy, the official token limit, the key.
     let requests = server.requests_to(Route::Chat);

@@ -454,7 +454,7 @@ impl Evaluation<'_> {
         run.rewrite_results(&records).map_err(|e| e.to_string())?;
         references.sync()?;
         let ground_truth = references.summary(&dataset.tasks);
-        self.write_files(&tasks, &programs, run, &results, &ground_truth)?;
+        // Samples the model never answered are `infra`: in both figures, as in the summary.
         for (i, (task_id, why)) in unanswered.iter().enumerate() {
             let index = samples.samples.len() + i;
             results.insert(
@@ -462,9 +462,12 @@ impl Evaluation<'_> {
                 no_answer(index, task_id, why, engine.isolation().level),
             );
         }
+        let scores = scores(&results);
+        self.write_files(&tasks, &programs, run, &results, &scores, &ground_truth)?;
         Ok(summarize(
             dataset,
             &results,
+            scores,
             ground_truth,
             options.time.clone(),
             started.elapsed(),
@@ -481,6 +484,7 @@ impl Evaluation<'_> {
         programs: &[(String, String)],
         run: &RunDir,
         results: &BTreeMap<usize, SampleResult>,
+        scores: &Scores,
         ground_truth: &GroundTruthSummary,
     ) -> Result<(), String> {
         let Evaluation {
@@ -519,7 +523,6 @@ impl Evaluation<'_> {
             .map_or_else(String::new, format_minute);
         run.write_json("eval_results.json", &json!({"date": date, "eval": by_task}))
             .map_err(|e| e.to_string())?;
-        let scores = scores(results);
         let mut pass_at_k = serde_json::Map::new();
         for (k, value) in &scores.pass_at_k {
             pass_at_k.insert(k.clone(), json!(value));
@@ -589,6 +592,7 @@ fn scores(results: &BTreeMap<usize, SampleResult>) -> Scores {
 fn summarize(
     dataset: &Dataset,
     results: &BTreeMap<usize, SampleResult>,
+    scores: Scores,
     ground_truth: GroundTruthSummary,
     time_policy: TimePolicy,
     wall: Duration,
@@ -616,7 +620,7 @@ fn summarize(
     slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
     slowest.truncate(10);
     Summary {
-        scores: scores(results),
+        scores,
         tasks_in_dataset: dataset.tasks.len(),
         tasks_missing: dataset
             .tasks
