@@ -134,7 +134,7 @@ impl ModelArgs {
             );
         }
         // An empty or blank variable counts as unset (`Client::new` says so when one is needed).
-        let api_key = secrets::key(parsed.provider.key_env_var()).map(ApiKey::new);
+        let api_key = secrets::key(&parsed.provider).map(ApiKey::new);
         let request_timeout = Duration::try_from_secs_f64(self.request_timeout)
             .ok()
             .filter(|d| !d.is_zero())

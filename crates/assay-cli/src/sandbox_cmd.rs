@@ -165,8 +165,9 @@ pub async fn start_engine_in(
 
 /// What jobs must never read should it lie inside a tree they can see (the sandbox binds the
 /// system directories, the interpreter and its environment): `extra` (a run directory, a
-/// samples file), the ground-truth cache and the user's home. Each must exist now, since the
-/// view is built when the engine starts, so the directories are made here.
+/// samples file), the ground-truth cache and the user's home. A mask covers only what exists
+/// when the engine starts (the view is built then), so a path not there yet, a directory to
+/// come (the run directory, the cache), is made here.
 fn harness_paths(extra: &[&Path]) -> Result<Vec<PathBuf>> {
     let mut paths: Vec<PathBuf> = extra.iter().map(|p| p.to_path_buf()).collect();
     paths.push(assay_pyenv::cache_root()?.join(GROUND_TRUTH_DIR));

@@ -12,16 +12,18 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::sync::OnceLock;
 
-/// The variables holding keys assay reads (`Provider::key_env_var`).
-const KEY_VARIABLES: &[&str] = &["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
+use assay_models::Provider;
 
+/// Each provider's key variable (`Provider::key_env_var`) → the key it held.
 static KEYS: OnceLock<BTreeMap<&'static str, String>> = OnceLock::new();
 
-/// Moves every key out of the environment. Call first thing in `main`: the process must have
-/// one thread (no other may be reading the environment) and nothing may have read a key yet.
+/// Moves every provider's key out of the environment. Call first thing in `main`: the process
+/// must have one thread (no other may be reading the environment) and nothing may have read a
+/// key yet.
 pub fn take_from_environment() {
     let mut keys = BTreeMap::new();
-    for &name in KEY_VARIABLES {
+    for provider in Provider::ALL {
+        let name = provider.key_env_var();
         if let Ok(value) = std::env::var(name) {
             keys.insert(name, value);
         }
@@ -32,9 +34,9 @@ pub fn take_from_environment() {
     let _ = KEYS.set(keys);
 }
 
-/// The key that was in variable `name` when assay started, if any.
-pub fn key(name: &str) -> Option<String> {
-    KEYS.get()?.get(name).cloned()
+/// The key `provider`'s variable held when assay started, if any.
+pub fn key(provider: &Provider) -> Option<String> {
+    KEYS.get()?.get(provider.key_env_var()).cloned()
 }
 
 /// Overwrites the value of `name` where the environment keeps it: for a variable assay was

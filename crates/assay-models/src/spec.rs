@@ -13,6 +13,9 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// Every provider, for what concerns them all (their keys).
+    pub const ALL: [Provider; 2] = [Provider::OpenAi, Provider::Anthropic];
+
     /// The environment variable the caller reads the API key from; named in error messages so a
     /// user knows what to set.
     pub fn key_env_var(&self) -> &'static str {

@@ -17,12 +17,12 @@ use std::process::Command;
 pub enum Inherit {
     /// Nothing: the caller sets every variable the child gets.
     Nothing,
-    /// What installers and downloaders need ([`TOOL_VARIABLES`], [`TOOL_PREFIXES`]).
+    /// What installers and downloaders need: `TOOL_VARIABLES` by name, `TOOL_PREFIXES`.
     Tools,
 }
 
 /// Variables a set-up tool may see, by exact name.
-pub const TOOL_VARIABLES: &[&str] = &[
+const TOOL_VARIABLES: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -55,10 +55,10 @@ pub const TOOL_VARIABLES: &[&str] = &[
 
 /// Variables a set-up tool may see, by prefix: the installers' own settings (index URLs,
 /// caches, certificates, offline mode).
-pub const TOOL_PREFIXES: &[&str] = &["UV_", "PIP_"];
+const TOOL_PREFIXES: &[&str] = &["UV_", "PIP_"];
 
 /// Whether a set-up tool may see the variable `name`.
-pub fn tool_may_see(name: &OsStr) -> bool {
+fn tool_may_see(name: &OsStr) -> bool {
     let Some(name) = name.to_str() else {
         return false;
     };
@@ -66,7 +66,7 @@ pub fn tool_may_see(name: &OsStr) -> bool {
 }
 
 /// The part of assay's environment a child with `inherit` gets.
-pub fn inherited(inherit: Inherit) -> Vec<(OsString, OsString)> {
+fn inherited(inherit: Inherit) -> Vec<(OsString, OsString)> {
     match inherit {
         Inherit::Nothing => Vec::new(),
         Inherit::Tools => std::env::vars_os()
@@ -75,7 +75,7 @@ pub fn inherited(inherit: Inherit) -> Vec<(OsString, OsString)> {
     }
 }
 
-/// A command for `program` whose environment is [`inherited`]`(inherit)` and nothing else. The
+/// A command for `program` whose environment is what `inherit` lets through and nothing else. The
 /// one way assay makes a child process (`tokio::process::Command::from` turns it async).
 pub fn command(program: impl AsRef<OsStr>, inherit: Inherit) -> Command {
     // The one place a process is made; everything else calls this.

@@ -6,11 +6,10 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-
-use crate::child_env::{self, Inherit};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::child_env::{self, Inherit};
 use crate::environment::{read_marker, MARKER_FILE};
 use crate::interpreter::find_on_path;
 use crate::{cache_root, nltk, Environment, Error, Marker, Result};

@@ -127,7 +127,7 @@ fn tests_of<'s>(
                 if name.starts_with(PREFIX) {
                     // `@patch(...)`, `@unittest.skip(...)` and friends keep a callable; a
                     // decorator that does not (`@property`) cannot be told apart here.
-                    if decorators_of(member, source).any(|d| d == b"property") {
+                    if decorated_with(member, source, b"property") {
                         return None;
                     }
                     tests.insert(name);
@@ -148,7 +148,7 @@ fn tests_of<'s>(
     Some(tests)
 }
 
-/// For `test… = <literal>` the name; `Ok(None)` for statements that bind no `test…` name;
+/// For `test… = <literal>` the name; `Some(None)` for statements that bind no `test…` name;
 /// `None` (the class's tests are unknown) when a `test…` name is bound to anything else.
 fn assigned_test_name<'s>(statement: Node, source: &'s [u8]) -> Option<Option<&'s [u8]>> {
     let mut cursor = statement.walk();
@@ -223,16 +223,15 @@ fn is_compound(kind: &str) -> bool {
     )
 }
 
-/// The decorators' expressions as written (`property`, `patch('x')`).
-fn decorators_of<'s>(decorated: Node, source: &'s [u8]) -> impl Iterator<Item = &'s [u8]> {
+/// Whether one of `decorated`'s decorators is written exactly `name` (`@property`).
+fn decorated_with(decorated: Node, source: &[u8], name: &[u8]) -> bool {
     let mut cursor = decorated.walk();
-    let decorators: Vec<&[u8]> = decorated
+    let found = decorated
         .named_children(&mut cursor)
         .filter(|n| n.kind() == "decorator")
         .filter_map(|d| d.named_child(0))
-        .map(|e| text(e, source))
-        .collect();
-    decorators.into_iter()
+        .any(|e| text(e, source) == name);
+    found
 }
 
 fn text<'s>(node: Node, source: &'s [u8]) -> &'s [u8] {
