@@ -7,8 +7,11 @@
 
 mod common;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+
+use assay_sandbox::declared_tests;
 
 #[test]
 fn the_worker_package_passes_its_own_tests() {
@@ -53,10 +56,7 @@ fn the_worker_package_passes_its_own_tests() {
     assert_eq!(verdict, Some("OK"), "{report}");
 }
 
-/// `(file name, test methods it defines)` for every `test_*.py` in `dir`: `def test_...`
-/// (or `async def`) at the body level of a top-level class, outside string literals and
-/// comments (the tests hold test classes of their own in strings, as jobs to run). Each class
-/// with test methods is taken to be a `TestCase` that unittest runs once.
+/// `(file name, test methods it defines)` for every `test_*.py` in `dir`.
 fn defined_tests(dir: &Path) -> Vec<(String, usize)> {
     let mut files: Vec<(String, usize)> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -68,90 +68,31 @@ fn defined_tests(dir: &Path) -> Vec<(String, usize)> {
         .map(|path| {
             let source = std::fs::read_to_string(&path).unwrap();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            (name, count_test_methods(&code_only(&source)))
+            (name, count_test_methods(&source))
         })
         .collect();
     files.sort();
     files
 }
 
-/// `source` with the contents of string literals and comments removed, lines kept. Works on
-/// bytes: quotes, backslashes, `#` and newlines are ASCII, never part of a UTF-8 sequence.
-fn code_only(source: &str) -> String {
-    let bytes = source.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    // The quote that closes the string being skipped: `"`, `'`, `"""` or `'''`.
-    let mut closing: Option<&[u8]> = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let here = &bytes[i..];
-        match closing {
-            Some(quote) if here.starts_with(quote) => {
-                i += quote.len();
-                closing = None;
-            }
-            Some(quote) => {
-                // A backslash escapes the next byte, a newline included (a continued line).
-                let step = if here[0] == b'\\' { 2 } else { 1 };
-                if here[..step.min(here.len())].contains(&b'\n') {
-                    out.push(b'\n');
-                    if quote.len() == 1 && here[0] == b'\n' {
-                        closing = None; // an unterminated one-line string: a syntax error
-                    }
-                }
-                i += step;
-            }
-            None if here[0] == b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            None if here[0] == b'"' || here[0] == b'\'' => {
-                let quote = if here.starts_with(b"\"\"\"") || here.starts_with(b"'''") {
-                    &here[..3]
-                } else {
-                    &here[..1]
-                };
-                i += quote.len();
-                closing = Some(quote);
-                out.extend_from_slice(b"''");
-            }
-            None => {
-                out.push(here[0]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).expect("only whole UTF-8 sequences are kept")
-}
-
-/// Test methods at the body level of top-level classes in `code` (no strings or comments).
-fn count_test_methods(code: &str) -> usize {
-    let mut count = 0;
-    let mut in_class = false;
-    // The indentation of the current class's body, once its first statement is seen.
-    let mut body: Option<usize> = None;
-    for line in code.lines() {
-        let text = line.trim_start();
-        if text.is_empty() {
-            continue;
-        }
-        let indent = line.len() - text.len();
-        if indent == 0 {
-            in_class = text.starts_with("class ");
-            body = None;
-            continue;
-        }
-        if !in_class {
-            continue;
-        }
-        let body = *body.get_or_insert(indent);
-        let def = text.strip_prefix("async ").unwrap_or(text);
-        if indent == body && def.starts_with("def test") {
-            count += 1;
-        }
-    }
-    count
+/// The test methods of the top-level classes of `source`, read as the supervisor reads a
+/// task's tests (`assay_sandbox::declared_tests`, on the syntax tree: code in strings and
+/// comments is not code). The candidates are the names after `class ` at the start of a line;
+/// one that is no top-level class (a job's test class inside a string) declares nothing. A
+/// class whose tests cannot be read counts none, and the run's count then differs: loudly.
+fn count_test_methods(source: &str) -> usize {
+    let classes: BTreeSet<&str> = source
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("class ")?;
+            rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+        })
+        .collect();
+    classes
+        .into_iter()
+        .map(|class| declared_tests(source, class).map_or(0, |tests| tests.len()))
+        .sum()
 }
 
 #[test]
@@ -190,5 +131,5 @@ class Other(unittest.TestCase):
     def test_in_a_method_string(self):
 '''
 "#;
-    assert_eq!(count_test_methods(&code_only(source)), 3);
+    assert_eq!(count_test_methods(source), 3);
 }
