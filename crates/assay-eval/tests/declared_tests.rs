@@ -5,7 +5,8 @@ use assay_sandbox::declared_tests;
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
 
 /// Distinct `test…` methods of each version's `TestCases` classes, counted independently with
-/// Python's `ast` module over the dataset files (3 tasks define a test name twice).
+/// Python's `ast` module over the dataset files (a few tasks define a test name twice: one
+/// test, as at run time).
 const DISTINCT_TESTS: [(&str, usize); 3] =
     [("v0.1.4", 6419), ("v0.1.2", 6419), ("v0.1.0_hf", 6420)];
 

@@ -14,11 +14,10 @@ use common::{json_report, run};
 const CANARY: &str = "sk-assay-degraded-canary-51c0e7";
 
 /// What the job saw, as JSON on its stdout. argv: the supervisor's pid, the worker's pid, the
-/// host's marker file in /dev/shm.
+/// host's marker file in /dev/shm, the key to look for.
 const SNOOP: &str = r#"
 import json, os, sys
-supervisor, worker, marker = sys.argv[1], sys.argv[2], sys.argv[3]
-canary = os.environ.get("NOT_HERE", "") or "sk-assay-degraded-canary-51c0e7"
+supervisor, worker, marker, canary = sys.argv[1:5]
 leaked, denied = [], {}
 for pid in filter(str.isdigit, os.listdir("/proc")):
     for name in ("environ", "mem"):
@@ -91,6 +90,7 @@ fn without_namespaces_or_landlock_the_supervisors_secrets_stay_closed() {
             std::process::id().to_string(),
             worker.to_string(),
             marker.display().to_string(),
+            CANARY.to_string(),
         ];
         let out = engine.run_script(job).await;
         (layers, out)

@@ -10,15 +10,13 @@
 
 mod common;
 
-use std::io::Read;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use assay_sandbox::{Engine, Limits, Status, UnittestJob, UnittestOutcome};
-use common::{run, DOUBLE, TRIVIAL_TEST};
+use common::{marker, name_process, processes_with, run, until_running, DOUBLE, TRIVIAL_TEST};
 
 const SECRET: &str = "sk-assay-hostile-suite-7f3a9c21e4";
 
@@ -71,30 +69,6 @@ fn host_dir() -> &'static Path {
     })
 }
 
-/// Processes on the host whose name or command line carries `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            continue;
-        };
-        for file in ["comm", "cmdline"] {
-            let mut text = Vec::new();
-            if let Ok(mut f) = std::fs::File::open(entry.path().join(file)) {
-                let _ = f.read_to_end(&mut text);
-            }
-            if String::from_utf8_lossy(&text).contains(marker) {
-                found.push(format!("pid {pid}: {}", String::from_utf8_lossy(&text)));
-            }
-        }
-    }
-    found
-}
-
 /// Host places an attack might have written to.
 fn host_files_with(marker: &str) -> Vec<PathBuf> {
     [
@@ -124,17 +98,11 @@ def running(name):
     return count
 "#;
 
-static MARKS: AtomicUsize = AtomicUsize::new(0);
-
 /// Runs an attack and checks everything every attack must satisfy. `{MARK}` in the code is
 /// replaced by a marker unique to this attack (15 characters at most: a process name).
 fn attack(name: &str, code: &str, test: &str, limits: Option<Limits>) -> UnittestOutcome {
     let engine = engine();
-    let mark = format!(
-        "amk{}x{}",
-        std::process::id() % 10000,
-        MARKS.fetch_add(1, Ordering::SeqCst)
-    );
+    let mark = marker("amk");
     let code = code
         .replace("{MARK}", &mark)
         .replace("{HOST_DIR}", &host_dir().display().to_string());
@@ -632,19 +600,20 @@ fn a_busy_neighbour_cannot_starve_a_job() {
     // if at all, after the hog has stopped. Compared: when the victim finished and when the
     // hog stopped, not how long either took.
     const HOG: u64 = 12;
-    let mark = format!("hog{}x", std::process::id() % 100_000);
+    let mark = marker("hog");
+    let name = name_process(&mark);
     // The children wait (blocked, not spinning) until all 48 exist, then learn when to stop
     // and name themselves: forking under a one-CPU quota is slow, and HOG counts from then.
     let hog = format!(
         r#"
-import ctypes, os, time
+import os, time
 def task_func(x):
     wake, go = os.pipe()
     for _ in range(48):
         if os.fork() == 0:
             os.setsid()  # each its own session: its own autogroup, where the kernel has them
             end = float(os.read(wake, 32))
-            ctypes.CDLL(None).prctl(15, b"{mark}", 0, 0, 0)
+            {name}
             while time.time() < end:
                 pass
             os._exit(0)
@@ -674,15 +643,7 @@ def task_func(x):
             ..limits()
         });
         let mut hog_run = tokio::spawn(async move { hog_engine.run_unittest(hog_job).await });
-        loop {
-            tokio::select! {
-                out = &mut hog_run => panic!("the hog ended before it spun: {}", out.unwrap().reason),
-                () = tokio::time::sleep(Duration::from_millis(50)) => {}
-            }
-            if processes_with(&mark).len() >= 48 {
-                break;
-            }
-        }
+        until_running(&mark, 48, &mut hog_run).await;
         let mut victim_job = UnittestJob::new(victim, TRIVIAL_TEST);
         victim_job.limits = Some(Limits {
             wall: Duration::from_secs(HOG + 8),
@@ -797,10 +758,10 @@ fn a_killed_worker_is_replaced_and_its_jobs_get_a_verdict() {
         let engine = Engine::start(common::config()).await.expect("engine");
         let pid = engine.worker_pid().await.expect("a running worker");
         // Killed while the job runs: once the job is seen on the host under its marker.
-        let mark = format!("kw{}x", std::process::id() % 100_000);
+        let mark = marker("kw");
         let slow = format!(
-            "import ctypes, time\ndef task_func(x):\n    \
-             ctypes.CDLL(None).prctl(15, b'{mark}', 0, 0, 0)\n    time.sleep(30)\n"
+            "import time\ndef task_func(x):\n    {}\n    time.sleep(30)\n",
+            name_process(&mark)
         );
         let mut job = tokio::spawn({
             let engine = engine.clone();
@@ -810,12 +771,7 @@ fn a_killed_worker_is_replaced_and_its_jobs_get_a_verdict() {
                     .await
             }
         });
-        while processes_with(&mark).is_empty() {
-            tokio::select! {
-                out = &mut job => panic!("the job ended before it was seen: {}", out.unwrap().reason),
-                () = tokio::time::sleep(Duration::from_millis(20)) => {}
-            }
-        }
+        until_running(&mark, 1, &mut job).await;
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(pid).unwrap(),
             rustix::process::Signal::KILL,

@@ -3,44 +3,13 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use assay_sandbox::{Engine, InputFile, Session, SessionSpec, Status};
-use common::{engine, run};
+use common::{engine, marker, name_process, run, until_running};
 
 async fn open(engine: &Engine, spec: SessionSpec) -> Session {
     engine.open_session(spec).await.expect("session opens")
-}
-
-/// A process name unique to one cell of this test binary (15 characters at most).
-fn marker() -> String {
-    static MARKS: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "cell{}x{}",
-        std::process::id() % 100_000,
-        MARKS.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
-/// Python that names the session's process `mark`, so that the host can see the cell running.
-fn announce(mark: &str) -> String {
-    format!("import ctypes\nctypes.CDLL(None).prctl(15, b'{mark}', 0, 0, 0)\n")
-}
-
-/// Returns once a process named `mark` exists on the host: the cell that calls [`announce`]
-/// is running. Callers race it against the cell itself, which ends at the latest at its time
-/// limit, so this never waits unbounded.
-async fn cell_running(mark: &str) {
-    loop {
-        let named = std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
-            std::fs::read_to_string(entry.path().join("comm")).is_ok_and(|c| c.trim_end() == mark)
-        });
-        if named {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[test]
@@ -99,18 +68,14 @@ fn an_interrupt_stops_the_cell_and_keeps_the_state() {
         s.exec("kept = 42").await;
         // Interrupted once the cell is seen running, not after a guess at how long it takes to
         // start.
-        let mark = marker();
+        let mark = marker("int");
         let code = format!(
-            "{}import time\nwhile True:\n    time.sleep(0.01)",
-            announce(&mark)
+            "{}\nimport time\nwhile True:\n    time.sleep(0.01)",
+            name_process(&mark)
         );
-        let cell = s.exec(&code);
-        tokio::pin!(cell);
-        let delivered = tokio::select! {
-            out = &mut cell => panic!("the cell ended before the interrupt: {}", out.reason),
-            () = cell_running(&mark) => s.interrupt(),
-        };
-        assert!(delivered, "the interrupt was delivered");
+        let mut cell = Box::pin(s.exec(&code));
+        until_running(&mark, 1, &mut cell).await;
+        assert!(s.interrupt(), "the interrupt was delivered");
         let out = cell.await;
         // `Error`, not `Timeout`: the interrupt ended the cell, not its time limit (which
         // interrupts too, and says so).
@@ -259,16 +224,14 @@ fn a_cancelled_exec_kills_the_session_instead_of_haunting_the_next_cell() {
         let s = open(&engine, SessionSpec::default()).await;
         // Cancelled (dropped) once the cell is seen running, having printed: its output is
         // then on its way, and must not reach the next cell.
-        let mark = marker();
+        let mark = marker("can");
         let code = format!(
-            "print('old cell', flush=True)\n{}import time\ntime.sleep(30)",
-            announce(&mark)
+            "print('old cell', flush=True)\n{}\nimport time\ntime.sleep(30)",
+            name_process(&mark)
         );
-        let slow = s.exec(&code);
-        tokio::select! {
-            out = slow => panic!("the cell ended before it was cancelled: {}", out.reason),
-            () = cell_running(&mark) => {}
-        }
+        let mut slow = Box::pin(s.exec(&code));
+        until_running(&mark, 1, &mut slow).await;
+        drop(slow);
         let next = s.exec("print('new cell')\n1 + 1").await;
         assert_eq!(next.status, Status::Error);
         assert!(next.reason.contains("cancelled"), "{}", next.reason);

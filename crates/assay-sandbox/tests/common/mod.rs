@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 use std::future::Future;
+use std::io::Read;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -93,6 +95,63 @@ class TestCases(unittest.TestCase):
 "#;
 
 pub const DOUBLE: &str = "def task_func(x):\n    return x * 2\n";
+
+/// A process name unique to this test process and call: `prefix` (three characters at most)
+/// and two numbers, 15 characters at most, as `PR_SET_NAME` takes them.
+pub fn marker(prefix: &str) -> String {
+    static MARKS: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{prefix}{}x{}",
+        std::process::id() % 10_000,
+        MARKS.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A Python expression that names the process evaluating it `mark` (`PR_SET_NAME`), so that
+/// the host can see the code running.
+pub fn name_process(mark: &str) -> String {
+    format!("__import__('ctypes').CDLL(None).prctl(15, b'{mark}', 0, 0, 0)")
+}
+
+/// Processes on the host whose name or command line carries `marker`.
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        for file in ["comm", "cmdline"] {
+            let mut text = Vec::new();
+            if let Ok(mut f) = std::fs::File::open(entry.path().join(file)) {
+                let _ = f.read_to_end(&mut text);
+            }
+            if String::from_utf8_lossy(&text).contains(marker) {
+                found.push(format!("pid {pid}: {}", String::from_utf8_lossy(&text)));
+            }
+        }
+    }
+    found
+}
+
+/// Returns once `count` processes on the host carry `mark`: the code that names them is
+/// running. Panics with what `job` came to if it ends first, so the wait is bounded by the
+/// job's own limits.
+pub async fn until_running<F>(mark: &str, count: usize, job: &mut F)
+where
+    F: Future + Unpin,
+    F::Output: std::fmt::Debug,
+{
+    while processes_with(mark).len() < count {
+        tokio::select! {
+            out = &mut *job => panic!("the job ended before {count} processes named {mark} ran: {out:?}"),
+            () = tokio::time::sleep(Duration::from_millis(20)) => {}
+        }
+    }
+}
 
 /// The JSON document a script printed, which must have exited cleanly.
 pub fn json_report(out: &ScriptOutcome) -> serde_json::Value {
