@@ -1,12 +1,13 @@
 //! `assay env setup` and `assay env status`.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Result;
-use assay_pyenv::{EnvStatus, Environment, Interpreter, Marker, Profile, SetupObserver};
-use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
+use assay_pyenv::{EnvStatus, Environment, Interpreter, Marker, Profile};
+use clap::Subcommand;
+
+use crate::args::Select;
+use crate::progress::Spinner;
 
 #[derive(Subcommand)]
 pub enum EnvCommand {
@@ -24,25 +25,6 @@ pub enum EnvCommand {
         #[arg(long)]
         json: bool,
     },
-}
-
-/// Which environment a command works with.
-#[derive(Args, Clone)]
-pub struct Select {
-    /// The pinned package set: `bigcodebench` or `test`.
-    #[arg(long, default_value_t = Profile::default_profile().name.to_string())]
-    pub profile: String,
-    /// The base CPython 3.11 to build the environment from (default: python3.11 or python3 on PATH).
-    #[arg(long, env = "ASSAY_PYTHON")]
-    pub python: Option<PathBuf>,
-}
-
-impl Select {
-    pub fn locate(&self) -> Result<Environment> {
-        let profile = Profile::by_name(&self.profile)?;
-        let interpreter = Interpreter::discover(self.python.as_deref())?;
-        Ok(Environment::locate(profile, interpreter)?)
-    }
 }
 
 pub fn run(cmd: EnvCommand) -> Result<()> {
@@ -146,40 +128,4 @@ fn status(python: Option<PathBuf>, json: bool) -> Result<()> {
         println!("  {name:<14} {state:<11} {detail}");
     }
     Ok(())
-}
-
-/// Draws setup progress on stderr: the current step, and the installer's latest line.
-pub struct Spinner(ProgressBar);
-
-impl Spinner {
-    pub fn new() -> Self {
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed}] {prefix} {wide_msg}")
-                .expect("valid template"),
-        );
-        bar.enable_steady_tick(Duration::from_millis(120));
-        Spinner(bar)
-    }
-}
-
-impl SetupObserver for Spinner {
-    fn step(&self, message: &str) {
-        // A hidden bar (stderr is not a terminal) drops println; logs still need the steps.
-        if self.0.is_hidden() {
-            eprintln!("assay: {message}");
-        } else {
-            self.0.println(format!("assay: {message}"));
-        }
-        self.0.set_message("");
-    }
-    fn output(&self, line: &str) {
-        self.0.set_message(line.trim().to_string());
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        self.0.finish_and_clear();
-    }
 }

@@ -1,11 +1,14 @@
-//! The `assay` command line: argument parsing, progress display, and wiring of the library
-//! crates. No evaluation logic lives here.
+//! The `assay` command line: arguments parsed into the typed requests of `assay-pipeline`,
+//! which does the work; progress drawn from its events; results printed. Command files
+//! (`*_cmd.rs`) share only `args`, `progress`, `print` and `secrets`, never each other.
 
-mod bigcodebench_args;
+mod args;
 mod check_cmd;
 mod env_cmd;
 mod eval_cmd;
 mod generate_cmd;
+mod print;
+mod progress;
 mod run_cmd;
 mod sandbox_cmd;
 mod secrets;

@@ -1,19 +1,14 @@
 //! `assay sandbox ...`: the execution engine from the command line: check what isolation this
 //! machine gives, run a script, run code against its unittest tests.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use assay_eval::bigcodebench::ground_truth::CACHE_DIR as GROUND_TRUTH_DIR;
-use assay_pyenv::{EnvStatus, Environment, Profile};
-use assay_sandbox::{
-    Engine, EngineConfig, InputFile, IsolationMode, Limits, ScriptJob, SessionSpec, Status,
-    UnittestJob,
-};
-use clap::{Args, Subcommand, ValueEnum};
+use anyhow::{Context, Result};
+use assay_sandbox::{Engine, InputFile, Limits, ScriptJob, SessionSpec, Status, UnittestJob};
+use clap::{Args, Subcommand};
 
-use crate::env_cmd::{Select, Spinner};
+use crate::args::EngineArgs;
 
 #[derive(Subcommand)]
 pub enum SandboxCommand {
@@ -63,33 +58,6 @@ pub enum SandboxCommand {
     },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Isolation {
-    /// Use what the kernel offers; record the level reached.
-    Auto,
-    /// Refuse to run below full isolation.
-    Strict,
-}
-
-#[derive(Args, Clone)]
-pub struct EngineArgs {
-    #[command(flatten)]
-    pub select: Select,
-    #[arg(long, value_enum, default_value_t = Isolation::Auto)]
-    pub isolation: Isolation,
-    /// CPU slots: jobs computing at once (default: the number of CPUs). A job that waits
-    /// (sleeps, blocks on a subprocess or a socket) lends its slot to the next one.
-    #[arg(long)]
-    pub jobs: Option<usize>,
-    /// Jobs at once at most, counting those that lent their slot (default: 8 x --jobs;
-    /// equal to --jobs: no lending).
-    #[arg(long)]
-    pub max_jobs: Option<usize>,
-    /// Give evaluated code the host's network (off: a private network with loopback only).
-    #[arg(long)]
-    pub allow_network: bool,
-}
-
 #[derive(Args, Clone)]
 pub struct LimitArgs {
     /// Wall-clock limit in seconds.
@@ -115,78 +83,9 @@ impl LimitArgs {
 }
 
 /// Starts an engine on the chosen profile, setting the environment up first if it isn't.
-pub async fn start_engine(args: &EngineArgs) -> Result<Engine> {
-    Ok(start_engine_in(args, &[]).await?.0)
-}
-
-/// [`start_engine`], also returning the environment it runs in. `harness`: the command's own
-/// files (run directory, samples), hidden from jobs with the rest of [`harness_paths`].
-pub async fn start_engine_in(
-    args: &EngineArgs,
-    harness: &[&Path],
-) -> Result<(Engine, Environment)> {
-    let env = args.select.locate()?;
-    if !matches!(env.status(), EnvStatus::Complete(_)) {
-        eprintln!(
-            "assay: the `{}` environment is not set up yet; setting it up now (once)",
-            env.profile.name
-        );
-        let env = env.clone();
-        tokio::task::spawn_blocking(move || env.setup(&Spinner::new()))
-            .await
-            .context("environment setup")??;
-    }
-    let profile = Profile::by_name(&args.select.profile)?;
-    let mut config = EngineConfig::new(env.python());
-    config.preload = profile.preload_modules();
-    config.isolation = match args.isolation {
-        Isolation::Auto => IsolationMode::Auto,
-        Isolation::Strict => IsolationMode::Strict,
-    };
-    if let Some(jobs) = args.jobs {
-        if jobs == 0 {
-            bail!("--jobs must be at least 1");
-        }
-        config.set_concurrency(jobs);
-    }
-    if let Some(max) = args.max_jobs {
-        if max < config.concurrency {
-            bail!(
-                "--max-jobs ({max}) must be at least --jobs ({})",
-                config.concurrency
-            );
-        }
-        config.max_running = max;
-    }
-    config.network = args.allow_network;
-    config.hidden = harness_paths(harness)?;
-    Ok((Engine::start(config).await?, env))
-}
-
-/// What jobs must never read should it lie inside a tree they can see (the sandbox binds the
-/// system directories, the interpreter and its environment): `extra` (a run directory, a
-/// samples file), the ground-truth cache and the user's home. A mask covers only what exists
-/// when the engine starts (the view is built then), so a path not there yet, a directory to
-/// come (the run directory, the cache), is made here.
-fn harness_paths(extra: &[&Path]) -> Result<Vec<PathBuf>> {
-    let mut paths: Vec<PathBuf> = extra.iter().map(|p| p.to_path_buf()).collect();
-    paths.push(assay_pyenv::cache_root()?.join(GROUND_TRUTH_DIR));
-    let mut hidden: Vec<PathBuf> = std::env::var_os("HOME")
-        .filter(|home| !home.is_empty())
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
-    for path in paths {
-        if !path.exists() {
-            std::fs::create_dir_all(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-        }
-        hidden.push(
-            std::fs::canonicalize(&path)
-                .with_context(|| format!("resolving {}", path.display()))?,
-        );
-    }
-    Ok(hidden)
+async fn start_engine(args: &EngineArgs) -> Result<Engine> {
+    let env = args.environment().await?;
+    Ok(assay_pipeline::engine::start(&env, &args.settings(), &[]).await?)
 }
 
 pub async fn run(cmd: SandboxCommand) -> Result<i32> {

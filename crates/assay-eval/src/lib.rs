@@ -1,7 +1,13 @@
-//! Evaluating a model's samples on a benchmark.
+//! Judging a model's samples: turning each into a sandbox job with its benchmark's semantics,
+//! and each outcome into a verdict and a record.
 //!
-//! [`bigcodebench`]: reading the official samples format, turning each sample into a sandbox
-//! job with the official semantics (calibration included), and giving its verdict in the
-//! official terms.
+//! [`bigcodebench`]: the official samples format, calibration, verdicts in the official
+//! terms, the reference runs and the official files. [`probe`] and [`resume`] serve any
+//! benchmark.
 
 pub mod bigcodebench;
+mod error;
+pub mod probe;
+pub mod resume;
+
+pub use error::EvalError;

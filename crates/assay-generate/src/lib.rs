@@ -11,7 +11,5 @@ pub mod prompt;
 mod run;
 mod settings;
 
-pub use run::{
-    GenerateError, Generation, Model, Outcome, Progress, Totals, Unanswered, GENERATION,
-};
-pub use settings::{Settings, SettingsError};
+pub use run::{GenerateError, Generation, Model, GENERATION};
+pub use settings::{resolve, SettingsError};

@@ -6,15 +6,18 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use assay_models::{hit_token_limit, Client, Prompt, Request, RequestError, Response, Usage};
-use assay_report::{python_json, RunDir, RunDirError, SAMPLES};
+use assay_models::{hit_token_limit, Client, Prompt, Request, RequestError, Response};
+use assay_records::{
+    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Listener, RunEvent,
+    TokenUsage, Unanswered,
+};
+use assay_rundir::{python_json, RunDir, RunDirError, SAMPLES};
 use assay_sanitize::Sanitizer;
 use assay_tasks::bigcodebench::{Dataset, Task};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::task::JoinSet;
 
 use crate::prompt;
-use crate::settings::Settings;
 
 /// The generation log in a run directory: one record per answered (or failed) request.
 pub const GENERATION: &str = "generation.jsonl";
@@ -52,95 +55,27 @@ pub enum GenerateError {
     Invalid(String),
 }
 
-/// What a progress display is told.
-pub trait Progress: Send {
-    /// `samples` wanted in all, `done` of them already answered by an earlier run.
-    fn start(&mut self, samples: usize, done: usize);
-    /// Requests now waiting for the model.
-    fn in_flight(&mut self, requests: usize);
-    /// A request returned `samples` answers with `completion_tokens` tokens.
-    fn answered(&mut self, samples: usize, completion_tokens: u64);
-    /// A request failed for good; its `samples` stay unanswered.
-    fn failed(&mut self, task_id: &str, samples: usize, error: &str);
-}
-
-/// Samples a task still lacks after the run, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct Unanswered {
-    pub task_id: String,
-    pub samples: u32,
-    pub reason: String,
-}
-
-/// What the answers cost, over every answered request of the run (earlier sessions too).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Totals {
-    pub requests: usize,
-    pub samples: usize,
-    pub usage: Usage,
-    /// Requests that needed more than one attempt, and the attempts they made beyond the first.
-    pub retried_requests: usize,
-    pub retries: u64,
-    pub latency_mean_seconds: f64,
-    pub latency_max_seconds: f64,
-    /// Answers that hit the token limit: likely cut mid-program.
-    pub cut_short: usize,
-    /// Answers with no text at all (a refusal, a content filter, a reasoning model that spent
-    /// its budget thinking): scored as they are, as officially, but worth knowing.
-    pub empty: usize,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
-    /// Rows written to `samples.jsonl`.
-    pub samples: usize,
-    pub unanswered: Vec<Unanswered>,
-    pub totals: Totals,
-}
-
-/// One line of `generation.jsonl`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Record {
-    task_id: String,
-    /// The model's texts (for a base model: the prompt plus its continuation), as the
-    /// official `raw_solution`.
-    raw: Vec<String>,
-    /// Each text sanitized, the official `solution`.
-    solutions: Vec<String>,
-    finish_reasons: Vec<Option<String>>,
-    usage: Usage,
-    latency_seconds: f64,
-    attempts: u32,
-    /// Why the request failed for good (then `raw` is empty).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    /// Answers the request asked for (a server ignoring `n` gives fewer).
-    #[serde(default)]
-    wanted: u32,
-}
-
-impl Record {
-    /// What makes a record read back from the log unusable for this run, if anything.
-    fn problem(&self, dataset: &Dataset) -> Option<String> {
-        if dataset.get(&self.task_id).is_none() {
-            return Some(format!(
-                "field `task_id`: `{}` is not a task of this run",
-                self.task_id
-            ));
-        }
-        if self.solutions.len() != self.raw.len() || self.finish_reasons.len() != self.raw.len() {
-            return Some(format!(
-                "fields `raw`, `solutions`, `finish_reasons`: {}, {} and {} entries, not one each",
-                self.raw.len(),
-                self.solutions.len(),
-                self.finish_reasons.len()
-            ));
-        }
-        if self.error.is_some() && !self.raw.is_empty() {
-            return Some("field `error`: a failed request with answers".into());
-        }
-        None
+/// What makes a record read back from the log unusable for this run, if anything.
+fn problem(record: &GenerationRecord, dataset: &Dataset) -> Option<String> {
+    if dataset.get(&record.task_id).is_none() {
+        return Some(format!(
+            "field `task_id`: `{}` is not a task of this run",
+            record.task_id
+        ));
     }
+    if record.solutions.len() != record.raw.len() || record.finish_reasons.len() != record.raw.len()
+    {
+        return Some(format!(
+            "fields `raw`, `solutions`, `finish_reasons`: {}, {} and {} entries, not one each",
+            record.raw.len(),
+            record.solutions.len(),
+            record.finish_reasons.len()
+        ));
+    }
+    if record.error.is_some() && !record.raw.is_empty() {
+        return Some("field `error`: a failed request with answers".into());
+    }
+    None
 }
 
 /// The official samples row, fields in the official order.
@@ -151,22 +86,28 @@ struct Row<'a> {
     raw_solution: &'a str,
 }
 
+/// One generation into a run directory.
 pub struct Generation<'a> {
+    /// The tasks.
     pub dataset: &'a Dataset,
-    pub settings: &'a Settings,
+    /// How answers are sampled.
+    pub settings: &'a GenerationSettings,
+    /// Who answers.
     pub model: &'a Model,
+    /// Sanitizes every answer.
     pub sanitizer: Arc<Mutex<Sanitizer>>,
     /// Requests in flight at most.
     pub concurrency: usize,
 }
 
 impl Generation<'_> {
-    /// Asks for every answer `dir` does not hold yet, then writes `samples.jsonl`.
+    /// Asks for every answer `dir` does not hold yet, then writes `samples.jsonl`. Every
+    /// request's record goes to `generation.jsonl`, then to `listener` as an event.
     pub async fn run(
         &self,
         dir: &mut RunDir,
-        progress: &mut dyn Progress,
-    ) -> Result<Outcome, GenerateError> {
+        listener: &mut dyn Listener,
+    ) -> Result<GenerationOutcome, GenerateError> {
         let settings = self.settings;
         if matches!(self.model, Model::Completion(_))
             && settings.split == assay_tasks::bigcodebench::Split::Instruct
@@ -177,24 +118,16 @@ impl Generation<'_> {
                     .into(),
             ));
         }
-        let (mut journal, old) = dir.journal(GENERATION)?;
-        let log_path = dir.path().join(GENERATION).display().to_string();
-        let mut records = Vec::with_capacity(old.len());
-        for (line, value) in old.into_iter().enumerate() {
-            let record: Record =
-                serde_json::from_value(value).map_err(|e| GenerateError::Record {
-                    path: log_path.clone(),
-                    line: line + 1,
-                    message: format!("not a generation record: {e}"),
-                })?;
-            if let Some(message) = record.problem(self.dataset) {
+        let (mut journal, records) = dir.journal::<GenerationRecord>(GENERATION)?;
+        let mut records = records;
+        for (line, record) in records.iter().enumerate() {
+            if let Some(message) = problem(record, self.dataset) {
                 return Err(GenerateError::Record {
-                    path: log_path.clone(),
+                    path: dir.path().join(GENERATION).display().to_string(),
                     line: line + 1,
                     message,
                 });
             }
-            records.push(record);
         }
         let mut answered: HashMap<&str, u32> = HashMap::new();
         for record in &records {
@@ -220,7 +153,10 @@ impl Generation<'_> {
         drop(answered);
         let total = self.dataset.tasks.len() * settings.n as usize;
         let missing: usize = work.iter().map(|(_, need)| *need as usize).sum();
-        progress.start(total, total - missing);
+        listener.on_event(&RunEvent::GenerationStarted {
+            samples: total,
+            done: total - missing,
+        });
 
         let mut running = JoinSet::new();
         let mut failures: BTreeMap<String, Unanswered> = BTreeMap::new();
@@ -238,7 +174,9 @@ impl Generation<'_> {
                     self.sanitizer.clone(),
                 ));
             }
-            progress.in_flight(running.len());
+            listener.on_event(&RunEvent::InFlight {
+                requests: running.len(),
+            });
             // After a stop, only what has already finished is kept.
             let joined = match stop {
                 None => running.join_next().await,
@@ -258,10 +196,12 @@ impl Generation<'_> {
                     continue;
                 }
             };
-            journal.append(&serde_json::to_value(&record).expect("records serialize"))?;
+            journal.append(&record)?;
+            listener.on_event(&RunEvent::Answered {
+                record: Box::new(record.clone()),
+            });
             match &record.error {
                 None => {
-                    progress.answered(record.raw.len(), record.usage.completion_tokens);
                     // A server that ignores `n` answers once: ask again for the rest.
                     let short = record.wanted.saturating_sub(record.raw.len() as u32);
                     if let Some(task) = self.dataset.get(&record.task_id) {
@@ -271,7 +211,6 @@ impl Generation<'_> {
                     }
                 }
                 Some(error) => {
-                    progress.failed(&record.task_id, record.wanted as usize, error);
                     let entry =
                         failures
                             .entry(record.task_id.clone())
@@ -294,11 +233,15 @@ impl Generation<'_> {
         if let Some(error) = stop {
             return Err(error);
         }
-        Ok(Outcome {
+        let outcome = GenerationOutcome {
             samples: written,
             unanswered: failures.into_values().collect(),
             totals: totals(&records),
-        })
+        };
+        listener.on_event(&RunEvent::GenerationFinished {
+            outcome: outcome.clone(),
+        });
+        Ok(outcome)
     }
 }
 
@@ -306,10 +249,10 @@ impl Generation<'_> {
 async fn answer(
     model: Model,
     task: Arc<Task>,
-    settings: Settings,
+    settings: GenerationSettings,
     need: u32,
     sanitizer: Arc<Mutex<Sanitizer>>,
-) -> Result<Record, GenerateError> {
+) -> Result<GenerationRecord, GenerateError> {
     let started = Instant::now();
     let request = |prompt: Prompt, stop: Vec<String>| Request {
         prompt,
@@ -323,7 +266,7 @@ async fn answer(
         Model::Reference => Ok(Response {
             texts: vec![task.reference_solution(); need as usize],
             finish_reasons: vec![None; need as usize],
-            usage: Usage::default(),
+            usage: TokenUsage::default(),
             latency: started.elapsed(),
             attempts: 1,
         }),
@@ -358,12 +301,12 @@ async fn answer(
         Ok(reply) => reply,
         Err(RequestError::Fatal { message, .. }) => return Err(GenerateError::Fatal(message)),
         Err(RequestError::Failed { attempts, message }) => {
-            return Ok(Record {
+            return Ok(GenerationRecord {
                 task_id: task.task_id.clone(),
                 raw: Vec::new(),
                 solutions: Vec::new(),
                 finish_reasons: Vec::new(),
-                usage: Usage::default(),
+                usage: TokenUsage::default(),
                 latency_seconds: started.elapsed().as_secs_f64(),
                 attempts,
                 error: Some(message),
@@ -384,7 +327,7 @@ async fn answer(
     .await
     .map_err(|e| GenerateError::Sanitize(e.to_string()))?;
     let solutions = solutions.map_err(|e| GenerateError::Sanitize(e.to_string()))?;
-    Ok(Record {
+    Ok(GenerationRecord {
         task_id: task.task_id.clone(),
         raw,
         solutions,
@@ -402,9 +345,9 @@ async fn answer(
 fn write_samples(
     dir: &RunDir,
     dataset: &Dataset,
-    records: &[Record],
+    records: &[GenerationRecord],
 ) -> Result<usize, RunDirError> {
-    let mut by_task: HashMap<&str, Vec<&Record>> = HashMap::new();
+    let mut by_task: HashMap<&str, Vec<&GenerationRecord>> = HashMap::new();
     for record in records {
         by_task
             .entry(record.task_id.as_str())
@@ -430,8 +373,8 @@ fn write_samples(
     Ok(rows)
 }
 
-fn totals(records: &[Record]) -> Totals {
-    let mut totals = Totals::default();
+fn totals(records: &[GenerationRecord]) -> GenerationTotals {
+    let mut totals = GenerationTotals::default();
     let mut latency = 0.0;
     for record in records.iter().filter(|r| r.error.is_none()) {
         totals.requests += 1;

@@ -4,7 +4,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::request::Request;
-use crate::response::{decode, Generation, Usage};
+use crate::response::{decode, Generation};
+use assay_records::TokenUsage;
 
 /// The API version header value; fixes the request and response shapes below.
 pub(crate) const API_VERSION: &str = "2023-06-01";
@@ -65,7 +66,7 @@ pub(crate) fn parse_message(body: &[u8]) -> Result<Generation, String> {
     Ok(Generation {
         texts: vec![text],
         finish_reasons: vec![message.stop_reason],
-        usage: Usage {
+        usage: TokenUsage {
             prompt_tokens: usage.input_tokens.unwrap_or(0),
             completion_tokens: usage.output_tokens.unwrap_or(0),
         },
@@ -88,7 +89,7 @@ mod tests {
         assert_eq!(g.finish_reasons, [Some("stop_sequence".to_string())]);
         assert_eq!(
             g.usage,
-            Usage {
+            TokenUsage {
                 prompt_tokens: 12,
                 completion_tokens: 5
             }

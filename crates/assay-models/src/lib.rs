@@ -34,6 +34,6 @@ pub use client::Client;
 pub use config::{ApiKey, Backoff, ClientConfig};
 pub use error::{ConfigError, RequestError};
 pub use request::{Prompt, Request};
-pub use response::{hit_token_limit, Response, Usage};
+pub use response::{hit_token_limit, Response};
 pub use retry::RetryEvent;
 pub use spec::{ModelSpec, Provider, SpecError};

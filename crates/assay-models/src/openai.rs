@@ -5,7 +5,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::request::Request;
-use crate::response::{decode, Generation, Usage};
+use crate::response::{decode, Generation};
+use assay_records::TokenUsage;
 
 /// Which field carries the token limit.
 ///
@@ -122,10 +123,11 @@ struct WireUsage {
     completion_tokens: Option<u64>,
 }
 
-impl From<Option<WireUsage>> for Usage {
-    fn from(usage: Option<WireUsage>) -> Self {
+impl WireUsage {
+    /// The usage, absent fields counted as none.
+    fn tokens(usage: Option<WireUsage>) -> TokenUsage {
         let usage = usage.unwrap_or_default();
-        Usage {
+        TokenUsage {
             prompt_tokens: usage.prompt_tokens.unwrap_or(0),
             completion_tokens: usage.completion_tokens.unwrap_or(0),
         }
@@ -139,7 +141,7 @@ pub(crate) fn parse_chat(body: &[u8], n: u32) -> Result<Generation, String> {
         let text = c.message.content.unwrap_or_default();
         (c.index, text, c.finish_reason)
     });
-    collect_choices(choices, n, reply.usage.into())
+    collect_choices(choices, n, WireUsage::tokens(reply.usage))
 }
 
 /// Decodes a text completion holding at least `n` choices.
@@ -149,7 +151,7 @@ pub(crate) fn parse_completion(body: &[u8], n: u32) -> Result<Generation, String
         .choices
         .into_iter()
         .map(|c| (c.index, c.text, c.finish_reason));
-    collect_choices(choices, n, reply.usage.into())
+    collect_choices(choices, n, WireUsage::tokens(reply.usage))
 }
 
 /// Orders choices by `index` (servers may return them in any order; a missing index means
@@ -158,7 +160,7 @@ pub(crate) fn parse_completion(body: &[u8], n: u32) -> Result<Generation, String
 fn collect_choices(
     choices: impl Iterator<Item = (Option<u32>, String, Option<String>)>,
     n: u32,
-    usage: Usage,
+    usage: TokenUsage,
 ) -> Result<Generation, String> {
     let mut choices: Vec<_> = choices
         .enumerate()
@@ -219,7 +221,7 @@ mod tests {
         );
         assert_eq!(
             g.usage,
-            Usage {
+            TokenUsage {
                 prompt_tokens: 3,
                 completion_tokens: 4
             }
@@ -233,7 +235,7 @@ mod tests {
         let err = parse_completion(br#"{"choices":[]}"#, 1).unwrap_err();
         assert_eq!(err, "the response has no choices");
         let g = parse_completion(body, 1).unwrap();
-        assert_eq!(g.usage, Usage::default());
+        assert_eq!(g.usage, TokenUsage::default());
         let err = parse_chat(b"{\"error\":{\"message\":\"upstream down\"}}", 1).unwrap_err();
         assert_eq!(err, "response body is an error: upstream down");
         let err = parse_chat(b"<html>", 1).unwrap_err();

@@ -3,23 +3,9 @@
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 use crate::status;
-
-/// Tokens billed, summed over the HTTP calls that produced a [`Response`].
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-impl std::ops::AddAssign<&Usage> for Usage {
-    fn add_assign(&mut self, other: &Usage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-    }
-}
+use assay_records::TokenUsage;
 
 /// The samples generated for one [`Request`](crate::Request).
 #[derive(Debug, Clone)]
@@ -30,7 +16,7 @@ pub struct Response {
     /// Per text, as the provider reported it (`stop`, `length`, `content_filter`, `end_turn`,
     /// `max_tokens`, `stop_sequence`, ...).
     pub finish_reasons: Vec<Option<String>>,
-    pub usage: Usage,
+    pub usage: TokenUsage,
     /// Wall time of the whole call, retries and waits included.
     pub latency: Duration,
     /// HTTP attempts made (1 = the first try succeeded). When one call needs several HTTP
@@ -50,7 +36,7 @@ pub fn hit_token_limit(finish_reason: &str) -> bool {
 pub(crate) struct Generation {
     pub(crate) texts: Vec<String>,
     pub(crate) finish_reasons: Vec<Option<String>>,
-    pub(crate) usage: Usage,
+    pub(crate) usage: TokenUsage,
 }
 
 impl Generation {

@@ -4,7 +4,8 @@ mod mock;
 
 use std::time::Duration;
 
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, Prompt, Request, RequestError, Usage};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, Prompt, Request, RequestError};
+use assay_records::TokenUsage;
 use mock::{MockServer, Reply, Route};
 use serde_json::json;
 
@@ -78,7 +79,7 @@ async fn openai_chat_greedy_sends_the_minimal_body() {
     assert_eq!(response.finish_reasons, [Some("stop".to_string())]);
     assert_eq!(
         response.usage,
-        Usage {
+        TokenUsage {
             prompt_tokens: 10,
             completion_tokens: 5
         }
@@ -242,7 +243,7 @@ async fn anthropic_sends_messages_body_and_headers() {
     assert_eq!(response.finish_reasons, [Some("stop_sequence".to_string())]);
     assert_eq!(
         response.usage,
-        Usage {
+        TokenUsage {
             prompt_tokens: 42,
             completion_tokens: 7
         }
@@ -290,7 +291,7 @@ async fn anthropic_n_samples_are_n_requests_with_usage_summed() {
     assert_eq!(response.finish_reasons.len(), 3);
     assert_eq!(
         response.usage,
-        Usage {
+        TokenUsage {
             prompt_tokens: 30,
             completion_tokens: 15
         }

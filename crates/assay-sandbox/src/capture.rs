@@ -1,14 +1,4 @@
-use serde::{Deserialize, Serialize};
-
-/// What a job wrote to one of its output streams, capped.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Captured {
-    /// The first bytes (up to the cap), decoded as UTF-8 with replacement characters.
-    pub text: String,
-    /// Every byte the job wrote, kept or not.
-    pub total_bytes: u64,
-    pub truncated: bool,
-}
+use assay_records::Captured;
 
 /// Accumulates a stream up to a cap, then only counts: a job flooding its output keeps
 /// running (and meets its time limit) instead of blocking on a full pipe.

@@ -9,12 +9,13 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::time::Instant;
 
-use crate::capture::{Capture, Captured};
+use crate::capture::Capture;
 use crate::cgroup::CgroupStats;
 use crate::config::Limits;
 use crate::outcome::Usage;
 use crate::sandbox::Sandbox;
 use crate::worker::{ExitNotice, Rusage};
+use assay_records::Captured;
 
 /// How long to wait for the rest of the output once the job process is dead.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);

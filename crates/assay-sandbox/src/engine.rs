@@ -13,11 +13,11 @@ use tokio::sync::Notify;
 
 use crate::cgroup::Cgroups;
 use crate::config::{EngineConfig, IsolationMode};
-use crate::isolation::{Enforcement, IsolationLevel, IsolationReport};
 use crate::sandbox::{Sandbox, Workspace};
 use crate::slots::{Slot, Slots};
 use crate::worker::{Worker, WorkerParams};
 use crate::{runtime, seccomp, Error};
+use assay_records::{Enforcement, IsolationLevel, IsolationReport};
 
 /// How long a worker may take to import its libraries (the bigcodebench set takes ~10 s).
 const WORKER_START_TIMEOUT: Duration = Duration::from_secs(600);

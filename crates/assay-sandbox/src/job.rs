@@ -9,18 +9,17 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::capture::Captured;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::{IsolationMode, Limits};
 use crate::declared::declared_tests;
 use crate::drive::{finish, run_until, settle, Aftermath, End, Streams};
 use crate::engine::{Engine, Inner};
-use crate::isolation::IsolationLevel;
-use crate::outcome::{
-    PyError, ScriptOutcome, Status, TestOutcome, TestResult, UnittestOutcome, Usage,
-};
+use crate::outcome::{PyError, ScriptOutcome, UnittestOutcome, Usage};
 use crate::sandbox::{Sandbox, Workspace};
 use crate::slots::CpuMeter;
+use assay_records::Captured;
+use assay_records::IsolationLevel;
+use assay_records::{Status, TestOutcome, TestResult};
 
 /// Source code and its `unittest` tests, run together in one module, as BigCodeBench does.
 #[derive(Debug, Clone)]

@@ -50,7 +50,6 @@ mod declared;
 mod drive;
 mod engine;
 mod frames;
-mod isolation;
 mod job;
 mod outcome;
 mod runtime;
@@ -61,16 +60,14 @@ mod session;
 mod slots;
 mod worker;
 
-pub use capture::Captured;
+pub use assay_records::{
+    Captured, Enforcement, IsolationLevel, IsolationReport, Layers, Status, TestOutcome, TestResult,
+};
 pub use config::{default_processes, EngineConfig, IsolationMode, Limits};
 pub use declared::declared_tests;
 pub use engine::Engine;
-pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
 pub use job::{InputFile, ScriptJob, UnittestJob};
-pub use outcome::{
-    ExecOutcome, OutputFile, PyError, ScriptOutcome, Status, TestOutcome, TestResult,
-    UnittestOutcome, Usage,
-};
+pub use outcome::{ExecOutcome, OutputFile, PyError, ScriptOutcome, UnittestOutcome, Usage};
 pub use session::{Session, SessionSpec};
 
 /// Why the engine, or a session, could not do what was asked.

@@ -4,49 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::capture::Captured;
-use crate::isolation::IsolationLevel;
-
-/// The verdict of a job. Each comes with a human-readable reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// Unittest: every test ran and passed (skips count as passes, as in the official
-    /// harness). Script: exit code 0. Cell: ran without raising.
-    Pass,
-    /// Unittest: a test failed or errored, a test crashed the process, or the code tampered
-    /// with the test machinery.
-    Fail,
-    /// The code failed before any test ran (syntax error, import error, exception at module
-    /// level); a script's non-zero exit; a cell that raised.
-    Error,
-    /// The wall-clock or CPU-time limit was reached.
-    Timeout,
-    /// The memory limit was reached.
-    Oom,
-    /// The harness or the environment failed, not the code: no sandbox could be started, the
-    /// worker died, the isolation required could not be reached.
-    Infra,
-}
-
-impl Status {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Status::Pass => "pass",
-            Status::Fail => "fail",
-            Status::Error => "error",
-            Status::Timeout => "timeout",
-            Status::Oom => "oom",
-            Status::Infra => "infra",
-        }
-    }
-}
-
-impl std::fmt::Display for Status {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use assay_records::{Captured, IsolationLevel, Status, TestOutcome};
 
 /// Resources a job used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -74,39 +32,6 @@ pub struct PyError {
     pub message: String,
     /// The formatted traceback (capped).
     pub traceback: String,
-}
-
-/// How one test method ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TestResult {
-    #[serde(rename = "pass")]
-    Pass,
-    #[serde(rename = "fail")]
-    Fail,
-    #[serde(rename = "error")]
-    Error,
-    #[serde(rename = "skip")]
-    Skip,
-    #[serde(rename = "xfail")]
-    ExpectedFailure,
-    #[serde(rename = "xpass")]
-    UnexpectedSuccess,
-    /// The process died (or was killed) before the test finished.
-    #[serde(rename = "crashed")]
-    Crashed,
-    /// The test never started.
-    #[serde(rename = "not-run")]
-    NotRun,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TestOutcome {
-    /// The method name (the key the official results use).
-    pub name: String,
-    pub result: TestResult,
-    /// The traceback of a failure or error, a skip's reason.
-    pub detail: String,
-    pub seconds: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,21 +174,6 @@ mod base64_list {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn statuses_serialize_as_the_documented_words() {
-        for (status, word) in [
-            (Status::Pass, "pass"),
-            (Status::Fail, "fail"),
-            (Status::Error, "error"),
-            (Status::Timeout, "timeout"),
-            (Status::Oom, "oom"),
-            (Status::Infra, "infra"),
-        ] {
-            assert_eq!(serde_json::to_value(status).unwrap(), word);
-            assert_eq!(status.to_string(), word);
-        }
-    }
 
     #[test]
     fn binary_fields_round_trip_through_json() {

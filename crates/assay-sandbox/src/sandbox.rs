@@ -15,8 +15,8 @@ use tokio::sync::oneshot;
 
 use crate::cgroup::JobCgroup;
 use crate::frames::{write_frame, FrameReader};
-use crate::isolation::Layers;
 use crate::worker::{pid_of, ExitNotice, Worker};
+use assay_records::Layers;
 
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Results a job may send: one frame per test plus a summary, tracebacks capped at 64 KiB.

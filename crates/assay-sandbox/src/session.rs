@@ -9,16 +9,17 @@ use rustix::process::Signal;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use crate::capture::Captured;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::Limits;
 use crate::drive::{finish, run_until, End, Streams};
 use crate::engine::{Engine, Inner};
-use crate::isolation::IsolationLevel;
 use crate::job::{encode_files, InputFile};
-use crate::outcome::{ExecOutcome, OutputFile, PyError, Status};
+use crate::outcome::{ExecOutcome, OutputFile, PyError};
 use crate::sandbox::{Sandbox, Signaller, Workspace};
 use crate::Error;
+use assay_records::Captured;
+use assay_records::IsolationLevel;
+use assay_records::Status;
 
 /// After a cell's time limit, how long the interrupt (KeyboardInterrupt) may take to land
 /// before the session is killed.

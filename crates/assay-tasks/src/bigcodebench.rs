@@ -40,24 +40,7 @@ impl Subset {
     }
 }
 
-/// The prompt style a model answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Split {
-    /// The function signature and its docstring, to be completed.
-    Complete,
-    /// A natural-language instruction.
-    Instruct,
-}
-
-impl Split {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Split::Complete => "complete",
-            Split::Instruct => "instruct",
-        }
-    }
-}
+pub use assay_records::Split;
 
 /// One task, in the Hugging Face schema's terms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,17 +7,20 @@
 //! need more tasks.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use assay_report::RunDir;
-use assay_sandbox::{default_processes, Engine, Limits, Status, TestResult};
+use assay_records::{
+    GroundTruthSummary, Identity, Kind, Manifest, ProcessPeaks, ReferenceResult, SampleRecord,
+};
+use assay_rundir::{RunDir, RunDirError};
+use assay_sandbox::{default_processes, Engine, Limits};
 use assay_tasks::bigcodebench::{Dataset, Task};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tokio::sync::{mpsc, watch};
 
-use super::run::{judge, Finished, SampleResult};
+use super::evaluation::Finished;
+use super::judge::{digest, judge, Job};
+use super::options::STACK_BYTES;
 use super::verdict::Environment;
 
 /// The reference runs' directory in assay's cache.
@@ -35,51 +38,15 @@ pub fn reference_processes() -> u64 {
 /// shared by every evaluation of the dataset.
 pub const REFERENCE_MEMORY_BYTES: u64 = 8 << 30;
 
-/// How one task's reference solution fared.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReferenceResult {
-    pub status: Status,
-    pub seconds: f64,
-    pub reason: String,
-    /// Most processes and threads the reference had at once, where measured.
-    pub processes_peak: Option<u64>,
-}
-
-impl ReferenceResult {
-    fn of(result: &SampleResult) -> Self {
-        // The first failing test's last traceback line says more than a count of failures.
-        let cause = result
-            .tests
-            .iter()
-            .find(|t| matches!(t.result, TestResult::Fail | TestResult::Error))
-            .and_then(|t| t.detail.lines().rev().find(|l| !l.trim().is_empty()));
-        let reason = match cause {
-            Some(line) if result.status == Status::Fail => {
-                format!("{} ({})", result.reason, line.trim())
-            }
-            _ => result.reason.clone(),
-        };
-        ReferenceResult {
-            status: result.status,
-            seconds: result.wall_seconds,
-            reason,
-            processes_peak: result.processes_peak,
-        }
-    }
-
-    pub fn passed(&self) -> bool {
-        self.status == Status::Pass
-    }
-}
-
 /// The reference results known for one dataset in one environment, by task.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct GroundTruth {
+    /// Task → how its reference fared.
     pub tasks: BTreeMap<String, ReferenceResult>,
 }
 
 impl GroundTruth {
-    fn insert(&mut self, result: &SampleResult) {
+    fn insert(&mut self, result: &SampleRecord) {
         self.tasks
             .insert(result.task_id.clone(), ReferenceResult::of(result));
     }
@@ -133,34 +100,11 @@ impl GroundTruth {
 /// Tasks listed by [`GroundTruth::processes`], highest first.
 const PEAKS_LISTED: usize = 10;
 
-/// The process peaks of reference runs.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProcessPeaks {
-    /// References whose peak is known (it needs a cgroup and a kernel that keeps it).
-    pub measured: usize,
-    /// The highest peaks, highest first: (task, processes and threads at once).
-    pub highest: Vec<(String, u64)>,
-}
-
-/// The official ground-truth figures over a dataset's tasks.
-#[derive(Debug, Clone, Serialize)]
-pub struct GroundTruthSummary {
-    pub pass_rate: f64,
-    /// Task → why its reference does not pass here, in task order.
-    pub failed_tasks: BTreeMap<String, String>,
-    /// Where the reference results are kept.
-    pub cache: PathBuf,
-    /// How many processes the references needed at once.
-    pub processes: ProcessPeaks,
-}
-
-impl GroundTruthSummary {
-    /// `failed_tasks` in the official order (task order).
-    pub fn failed_ids(&self) -> Vec<&str> {
-        let mut ids: Vec<&str> = self.failed_tasks.keys().map(String::as_str).collect();
-        ids.sort_by_key(|id| assay_tasks::bigcodebench::task_number(id));
-        ids
-    }
+/// `failed_tasks` in the official order (task order).
+pub fn failed_ids(summary: &GroundTruthSummary) -> Vec<&str> {
+    let mut ids: Vec<&str> = summary.failed_tasks.keys().map(String::as_str).collect();
+    ids.sort_by_key(|id| assay_tasks::bigcodebench::task_number(id));
+    ids
 }
 
 /// The reference run directory of one dataset in one environment, shared by every
@@ -168,6 +112,7 @@ impl GroundTruthSummary {
 pub struct References {
     dir: RunDir,
     guards: bool,
+    /// What is known so far.
     pub truth: GroundTruth,
 }
 
@@ -181,38 +126,29 @@ impl References {
         environment: &str,
         network: bool,
         guards: bool,
-    ) -> Result<Self, String> {
-        let identity = json!({
-            "dataset_digest": dataset.digest,
-            "environment": environment,
-            "network": network,
-            "guards": guards,
-            "timeout_seconds": REFERENCE_TIMEOUT.as_secs(),
-            "memory_bytes": REFERENCE_MEMORY_BYTES,
-            "processes": reference_processes(),
-        });
+    ) -> Result<Self, RunDirError> {
+        let identity = Identity {
+            dataset_digest: Some(dataset.digest.clone()),
+            environment: Some(environment.to_string()),
+            network: Some(network),
+            guards: Some(guards),
+            timeout_seconds: Some(REFERENCE_TIMEOUT.as_secs()),
+            memory_bytes: Some(REFERENCE_MEMORY_BYTES),
+            processes: Some(reference_processes()),
+            ..Identity::default()
+        };
         // Everything that can change a reference's verdict or time names the directory, so a
         // cache kept from another setting (or an older assay) is never mistaken for this one.
-        let settings = blake3::hash(identity.to_string().as_bytes()).to_hex();
+        let settings = serde_json::to_value(&identity).expect("identities serialize");
+        let settings = blake3::hash(settings.to_string().as_bytes()).to_hex();
         let name = format!("{}-{environment}-{}", dataset.digest, &settings[..8]);
         let path = cache.join(CACHE_DIR).join(name);
-        let manifest = json!({
-            "assay_version": env!("CARGO_PKG_VERSION"),
-            "kind": "bigcodebench-ground-truth",
-            "identity": identity,
-            "dataset": dataset.source,
-            "started_at": super::run::now(),
-        });
-        let opened = RunDir::open_shared(&path, &manifest).map_err(|e| e.to_string())?;
+        let mut manifest = Manifest::new(Kind::BigcodebenchGroundTruth, identity);
+        manifest.dataset = Some(dataset.source.clone());
+        let opened = RunDir::open_shared::<SampleRecord>(&path, &manifest)?;
         let mut truth = GroundTruth::default();
         for record in &opened.records {
-            let result: SampleResult = serde_json::from_value(record.clone()).map_err(|e| {
-                format!(
-                    "{}: a record is not a reference result: {e}",
-                    path.join(assay_report::RESULTS).display()
-                )
-            })?;
-            truth.insert(&result);
+            truth.insert(record);
         }
         Ok(References {
             dir: opened.dir,
@@ -221,21 +157,21 @@ impl References {
         })
     }
 
+    /// Where the reference results are kept.
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Keeps a finished reference run.
-    pub fn record(&mut self, result: &SampleResult) -> Result<(), String> {
-        self.dir
-            .append(&serde_json::to_value(result).expect("results serialize"))
-            .map_err(|e| e.to_string())?;
+    pub fn record(&mut self, result: &SampleRecord) -> Result<(), RunDirError> {
+        self.dir.append(result)?;
         self.truth.insert(result);
         Ok(())
     }
 
-    pub fn sync(&mut self) -> Result<(), String> {
-        self.dir.sync().map_err(|e| e.to_string())
+    /// Forces every kept result to disk.
+    pub fn sync(&mut self) -> Result<(), RunDirError> {
+        self.dir.sync()
     }
 
     /// The ground-truth figures over `tasks`.
@@ -265,8 +201,8 @@ impl References {
             let (tx, rx) = watch::channel(None);
             pending.insert(task.task_id.clone(), rx);
             let program = task.reference_solution();
-            let digest = super::run::digest(&program);
-            let job = super::run::Job {
+            let digest = digest(&program);
+            let job = Job {
                 index: task.number() as usize,
                 task_id: task.task_id.clone(),
                 program,
@@ -292,7 +228,7 @@ fn reference_limits() -> Limits {
         wall: REFERENCE_TIMEOUT,
         memory_bytes: REFERENCE_MEMORY_BYTES,
         processes: reference_processes(),
-        stack_bytes: Some(super::run::STACK_BYTES),
+        stack_bytes: Some(STACK_BYTES),
         ..Limits::default()
     }
 }
@@ -300,7 +236,7 @@ fn reference_limits() -> Limits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bigcodebench::run::TimePolicy;
+    use assay_records::Status;
     use assay_tasks::bigcodebench::Subset;
 
     fn reference(status: Status, seconds: f64) -> ReferenceResult {
@@ -355,31 +291,6 @@ mod tests {
                 (second.clone(), 40),
                 (tasks[0].task_id.clone(), 3)
             ]
-        );
-    }
-
-    #[test]
-    fn budgets_follow_the_reference_within_floor_and_cap() {
-        let policy = TimePolicy::Budget {
-            floor_seconds: 10.0,
-            factor: 5.0,
-            cap_seconds: 240.0,
-        };
-        let secs = |r: Option<ReferenceResult>| policy.limit(r.as_ref()).as_secs_f64();
-        assert_eq!(secs(Some(reference(Status::Pass, 0.1))), 10.0);
-        assert_eq!(secs(Some(reference(Status::Pass, 4.0))), 20.0);
-        assert_eq!(secs(Some(reference(Status::Pass, 100.0))), 240.0);
-        // A reference that fails or was never measured says nothing: the official limit.
-        assert_eq!(secs(Some(reference(Status::Fail, 0.1))), 240.0);
-        assert_eq!(secs(None), 240.0);
-        // A reference that hangs: whatever passes, passes fast.
-        assert_eq!(secs(Some(reference(Status::Timeout, 240.0))), 10.0);
-        let fixed = TimePolicy::Fixed { seconds: 3.0 };
-        assert_eq!(
-            fixed
-                .limit(Some(&reference(Status::Pass, 100.0)))
-                .as_secs_f64(),
-            3.0
         );
     }
 }

@@ -1,6 +1,14 @@
-//! BigCodeBench evaluation.
+//! BigCodeBench judging: samples in the official format, each a sandbox job with the
+//! official semantics, verdicts in the official terms, the reference runs, and the official
+//! files and the summary written from the records.
 
+pub mod evaluation;
 pub mod ground_truth;
-pub mod run;
+mod judge;
+pub mod official_files;
+pub mod options;
 pub mod samples;
+pub mod summary;
 pub mod verdict;
+
+pub use judge::digest;

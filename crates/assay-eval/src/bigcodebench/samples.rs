@@ -211,6 +211,19 @@ fn check_duplicates(samples: &Samples) -> Result<(), SamplesError> {
     })
 }
 
+/// The official harness's model name: the samples file's name up to `--bigcodebench-`.
+pub fn model_name(samples: &std::path::Path) -> String {
+    let name = samples
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
+    stem.split("--bigcodebench-")
+        .next()
+        .unwrap_or(stem)
+        .to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +239,17 @@ mod tests {
     fn line(task: u32, field: &str, text: &str) -> String {
         json!({"task_id": format!("BigCodeBench/{task}"), field: text, "raw_solution": "x"})
             .to_string()
+    }
+
+    #[test]
+    fn model_names_are_the_official_ones() {
+        assert_eq!(
+            model_name(Path::new(
+                "/x/checkpoint-200--main--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated.jsonl"
+            )),
+            "checkpoint-200--main"
+        );
+        assert_eq!(model_name(Path::new("samples.jsonl")), "samples");
     }
 
     #[test]

@@ -3,78 +3,9 @@
 
 use std::collections::BTreeSet;
 
+pub use assay_records::verdict::Details;
+use assay_records::{InfraCause, Official, OfficialStatus};
 use assay_sandbox::{Status, UnittestOutcome};
-use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
-
-/// The official result of one sample, as the official harness writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Official {
-    /// `pass`, `fail` or `timeout`.
-    pub status: String,
-    /// Test name → traceback, or `ALL` → message; empty for `pass` and `timeout`. Ordered as
-    /// the official harness inserts them.
-    #[serde(deserialize_with = "ordered_pairs")]
-    pub details: Vec<(String, String)>,
-}
-
-impl Serialize for Official {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("status", &self.status)?;
-        map.serialize_entry("details", &Details(&self.details))?;
-        map.end()
-    }
-}
-
-/// Details as a JSON object in insertion order.
-pub struct Details<'a>(pub &'a [(String, String)]);
-
-impl Serialize for Details<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (key, value) in self.0 {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
-    }
-}
-
-fn ordered_pairs<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Vec<(String, String)>, D::Error> {
-    struct Visitor;
-    impl<'de> serde::de::Visitor<'de> for Visitor {
-        type Value = Vec<(String, String)>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an object of strings")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut pairs = Vec::new();
-            while let Some(pair) = map.next_entry()? {
-                pairs.push(pair);
-            }
-            Ok(pairs)
-        }
-    }
-    d.deserialize_map(Visitor)
-}
-
-impl Official {
-    fn new(status: &str, details: Vec<(String, String)>) -> Self {
-        Official {
-            status: status.to_string(),
-            details,
-        }
-    }
-
-    pub fn passed(&self) -> bool {
-        self.status == "pass"
-    }
-}
 
 /// Python dict semantics: a repeated key keeps its first position and takes the last value.
 fn insert(details: &mut Vec<(String, String)>, key: &str, value: &str) {
@@ -96,66 +27,29 @@ pub fn official(outcome: &UnittestOutcome) -> Option<Official> {
     };
     Some(match outcome.status {
         Status::Infra => return None,
-        Status::Pass => Official::new("pass", Vec::new()),
-        Status::Timeout => Official::new("timeout", Vec::new()),
+        Status::Pass => Official::new(OfficialStatus::Pass, Vec::new()),
+        Status::Timeout => Official::new(OfficialStatus::Timeout, Vec::new()),
         // The official child reports only at its very end: a process that dies or is killed
         // before leaves its status unknown, which the harness calls a timeout.
-        _ if !outcome.reported => Official::new("timeout", Vec::new()),
+        _ if !outcome.reported => Official::new(OfficialStatus::Timeout, Vec::new()),
         Status::Error => Official::new(
-            "fail",
+            OfficialStatus::Fail,
             all(outcome.error.as_ref().map_or("", |e| e.message.as_str())),
         ),
         // An exception escaping the test run skips the official per-test details.
         Status::Fail if outcome.error.is_some() => Official::new(
-            "fail",
+            OfficialStatus::Fail,
             all(outcome.error.as_ref().map_or("", |e| e.message.as_str())),
         ),
         Status::Fail | Status::Oom => {
             let details = from_tests();
             if details.is_empty() {
-                Official::new("fail", all(&outcome.reason))
+                Official::new(OfficialStatus::Fail, all(&outcome.reason))
             } else {
-                Official::new("fail", details)
+                Official::new(OfficialStatus::Fail, details)
             }
         }
     })
-}
-
-/// Why the environment rather than the sample decided a result, when it did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "cause", content = "detail")]
-pub enum InfraCause {
-    /// The engine itself failed (see the outcome's reason).
-    Engine(String),
-    /// A library the task uses is not installed here.
-    MissingModule(String),
-    /// NLTK data the task needs is not installed (the official image downloads it).
-    NltkData(String),
-    /// The task reached for the network, which the sandbox does not have.
-    Network(String),
-    /// The model was never heard from: its request failed for good (the reason given).
-    NoAnswer(String),
-}
-
-impl std::fmt::Display for InfraCause {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            InfraCause::Engine(reason) => write!(f, "{reason}"),
-            InfraCause::MissingModule(module) => {
-                write!(f, "module `{module}` is not installed in this environment")
-            }
-            InfraCause::NltkData(resource) => {
-                write!(f, "NLTK data `{resource}` is not installed (`assay env setup` fetches it where it can)")
-            }
-            InfraCause::NoAnswer(why) => write!(f, "no answer from the model: {why}"),
-            InfraCause::Network(what) => {
-                write!(
-                    f,
-                    "needs the internet ({what}); the sandbox has none (--allow-network)"
-                )
-            }
-        }
-    }
 }
 
 /// What the environment is missing, as far as classification goes.
@@ -272,11 +166,11 @@ mod tests {
     fn official_statuses_and_details() {
         assert_eq!(
             official(&outcome(Status::Pass)).unwrap(),
-            Official::new("pass", vec![])
+            Official::new(OfficialStatus::Pass, vec![])
         );
         assert_eq!(
             official(&outcome(Status::Timeout)).unwrap().status,
-            "timeout"
+            OfficialStatus::Timeout
         );
         assert!(official(&outcome(Status::Infra)).is_none());
 
@@ -290,7 +184,7 @@ mod tests {
             ("test_c".into(), "tb c".into()),
         ];
         let verdict = official(&failed).unwrap();
-        assert_eq!(verdict.status, "fail");
+        assert_eq!(verdict.status, OfficialStatus::Fail);
         let keys: Vec<_> = verdict
             .details
             .iter()
@@ -307,7 +201,7 @@ mod tests {
         assert_eq!(
             official(&module).unwrap(),
             Official::new(
-                "fail",
+                OfficialStatus::Fail,
                 vec![("ALL".into(), "name 'x' is not defined".into())]
             )
         );
@@ -316,7 +210,7 @@ mod tests {
         crashed.reported = false;
         assert_eq!(
             official(&crashed).unwrap(),
-            Official::new("timeout", vec![])
+            Official::new(OfficialStatus::Timeout, vec![])
         );
 
         let mut tampered = outcome(Status::Fail);

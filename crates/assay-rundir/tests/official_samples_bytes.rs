@@ -35,7 +35,7 @@ fn official_samples_files_reserialize_identically() {
         for (number, line) in text.lines().enumerate() {
             let row: Row = serde_json::from_str(line).unwrap();
             assert_eq!(
-                assay_report::python_json::dumps(&row),
+                assay_rundir::python_json::dumps(&row),
                 line,
                 "{}:{}",
                 path.display(),

@@ -1,4 +1,5 @@
-//! Run directories.
+//! Run directories: `docs/run-directory.md` says what each file holds and when it is written;
+//! `assay-records` has the types.
 //!
 //! ```text
 //! runs/<name>/
@@ -20,10 +21,14 @@ use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use assay_records::{Manifest, SCHEMA};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+/// The run's [`Manifest`].
 pub const MANIFEST: &str = "manifest.json";
+/// One record per finished item, appended as it finishes.
 pub const RESULTS: &str = "results.jsonl";
 /// What a run evaluated, in the official samples format.
 pub const SAMPLES: &str = "samples.jsonl";
@@ -32,31 +37,59 @@ const SYNC_EVERY: Duration = Duration::from_secs(1);
 /// How long a shared directory's user waits for another's brief hold of the lock.
 const SHARED_LOCK_WAIT: Duration = Duration::from_secs(30);
 
+/// Why a run directory cannot be opened, read or written. Every message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
+    /// The file system refused.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
+    /// Another process holds the directory.
     #[error("{path}: another assay process is using this run directory")]
-    Busy { path: PathBuf },
+    Busy {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// The directory holds a run with other settings.
     #[error(
         "{path} holds a different evaluation ({key}: {existing} there, {wanted} now); \
          choose another --out, or remove the directory to start over"
     )]
     Different {
+        /// The directory.
         path: PathBuf,
+        /// The first setting that differs.
         key: String,
+        /// Its value there.
         existing: String,
+        /// Its value now.
         wanted: String,
     },
+    /// A file is not what it should be.
     #[error("{path}:{line}: {message}")]
     Corrupt {
+        /// The file.
         path: PathBuf,
+        /// The line (1-based).
         line: usize,
+        /// What is wrong, naming the field where serde does.
         message: String,
+    },
+    /// A newer assay wrote the directory.
+    #[error(
+        "{path}: written by a newer assay (run-directory schema {schema}; this one reads up to \
+         {SCHEMA})"
+    )]
+    Newer {
+        /// The manifest.
+        path: PathBuf,
+        /// Its schema.
+        schema: u32,
     },
 }
 
@@ -90,7 +123,7 @@ pub struct Journal {
 
 impl Journal {
     /// Opens the log at `path` (created if absent) with the complete records already in it.
-    pub fn open(path: &Path) -> Result<(Journal, Vec<Value>), RunDirError> {
+    pub fn open<R: DeserializeOwned>(path: &Path) -> Result<(Journal, Vec<R>), RunDirError> {
         let records = read_records(path)?;
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -107,13 +140,13 @@ impl Journal {
     }
 
     /// Appends one record.
-    pub fn append(&mut self, record: &Value) -> Result<(), RunDirError> {
+    pub fn append(&mut self, record: &impl Serialize) -> Result<(), RunDirError> {
         self.write(record, false)
     }
 
     /// Appends one record, first cutting a torn line another process may have left.
-    fn write(&mut self, record: &Value, cut_first: bool) -> Result<(), RunDirError> {
-        let mut line = serde_json::to_vec(record).expect("JSON values serialize");
+    fn write(&mut self, record: &impl Serialize, cut_first: bool) -> Result<(), RunDirError> {
+        let mut line = serde_json::to_vec(record).expect("records serialize");
         line.push(b'\n');
         let written = (|| {
             if cut_first {
@@ -138,9 +171,11 @@ impl Journal {
 }
 
 /// A run directory as found: the records already there (none for a new run).
-pub struct Opened {
+pub struct Opened<R> {
+    /// The directory, locked.
     pub dir: RunDir,
-    pub records: Vec<Value>,
+    /// The records of `results.jsonl`, in file order.
+    pub records: Vec<R>,
     /// Whether an earlier run's records were found.
     pub resumed: bool,
 }
@@ -150,7 +185,10 @@ impl RunDir {
     /// has the same `identity` object (the settings that decide results). A manifest with a
     /// different identity is an error naming the first difference. The directory stays
     /// locked for this process until the `RunDir` is dropped.
-    pub fn open(path: &Path, manifest: &Value) -> Result<Opened, RunDirError> {
+    pub fn open<R: DeserializeOwned>(
+        path: &Path,
+        manifest: &Manifest,
+    ) -> Result<Opened<R>, RunDirError> {
         let lock = lock_file(path)?;
         rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
             |_| RunDirError::Busy {
@@ -163,7 +201,10 @@ impl RunDir {
     /// [`RunDir::open`] for a directory many processes feed at once (a cache of results
     /// any evaluation may add to): the lock is held only while reading and while appending
     /// a record. Two processes may append the same item; readers keep the last.
-    pub fn open_shared(path: &Path, manifest: &Value) -> Result<Opened, RunDirError> {
+    pub fn open_shared<R: DeserializeOwned>(
+        path: &Path,
+        manifest: &Manifest,
+    ) -> Result<Opened<R>, RunDirError> {
         let lock = lock_file(path)?;
         lock_briefly(path, &lock)?;
         let opened = Self::open_locked(path, manifest, lock, true);
@@ -173,25 +214,23 @@ impl RunDir {
         opened
     }
 
-    fn open_locked(
+    fn open_locked<R: DeserializeOwned>(
         path: &Path,
-        manifest: &Value,
+        manifest: &Manifest,
         lock: File,
         shared: bool,
-    ) -> Result<Opened, RunDirError> {
+    ) -> Result<Opened<R>, RunDirError> {
         let manifest_path = path.join(MANIFEST);
-        let existing =
-            match std::fs::read_to_string(&manifest_path) {
-                Ok(text) => Some(serde_json::from_str::<Value>(&text).map_err(|e| {
-                    RunDirError::Corrupt {
-                        path: manifest_path.clone(),
-                        line: e.line(),
-                        message: e.to_string(),
-                    }
-                })?),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(io(&manifest_path)(e)),
-            };
+        let manifest = serde_json::to_value(manifest).expect("manifests serialize");
+        let existing = match std::fs::read_to_string(&manifest_path) {
+            Ok(text) => {
+                let existing = parse_manifest(&manifest_path, &text)?;
+                Some(serde_json::to_value(existing).expect("manifests serialize"))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(&manifest_path)(e)),
+        };
+        let manifest = &manifest;
         if let Some(existing) = &existing {
             if extends(existing, manifest) {
                 // The earlier run's own facts (what it measured) stay; this one's settle the rest.
@@ -225,12 +264,13 @@ impl RunDir {
         })
     }
 
+    /// Where the directory is.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Appends one record to `results.jsonl`.
-    pub fn append(&mut self, record: &Value) -> Result<(), RunDirError> {
+    pub fn append(&mut self, record: &impl Serialize) -> Result<(), RunDirError> {
         if self.shared {
             lock_briefly(&self.path, &self.lock)?;
             // A process killed mid-record left a torn line: cut it before adding ours.
@@ -249,7 +289,10 @@ impl RunDir {
 
     /// Opens another append-only log of this run (`name` inside the directory), with the
     /// records already in it. Open each log once.
-    pub fn journal(&mut self, name: &str) -> Result<(Journal, Vec<Value>), RunDirError> {
+    pub fn journal<R: DeserializeOwned>(
+        &mut self,
+        name: &str,
+    ) -> Result<(Journal, Vec<R>), RunDirError> {
         let path = self.path.join(name);
         if self.fresh {
             remove_if_present(&path)?;
@@ -259,21 +302,17 @@ impl RunDir {
 
     /// Replaces `results.jsonl` with `records` (whole or not at all), for a run that has
     /// renumbered or dropped records.
-    pub fn rewrite_results(&mut self, records: &[Value]) -> Result<(), RunDirError> {
+    pub fn rewrite_results(&mut self, records: &[impl Serialize]) -> Result<(), RunDirError> {
         self.write_lines(RESULTS, records)?;
-        self.results = Journal::open(&self.path.join(RESULTS))?.0;
+        self.results = Journal::open::<Value>(&self.path.join(RESULTS))?.0;
         Ok(())
     }
 
     /// The manifest as it is on disk.
-    pub fn manifest(&self) -> Result<Value, RunDirError> {
+    pub fn manifest(&self) -> Result<Manifest, RunDirError> {
         let path = self.path.join(MANIFEST);
         let text = std::fs::read_to_string(&path).map_err(io(&path))?;
-        serde_json::from_str(&text).map_err(|e| RunDirError::Corrupt {
-            path,
-            line: e.line(),
-            message: e.to_string(),
-        })
+        parse_manifest(&path, &text)
     }
 
     /// Writes `name` (pretty JSON) whole or not at all.
@@ -282,14 +321,14 @@ impl RunDir {
     }
 
     /// Writes `name` as JSON lines, whole or not at all.
-    pub fn write_lines<'a>(
+    pub fn write_lines<T: Serialize>(
         &self,
         name: &str,
-        values: impl IntoIterator<Item = &'a Value>,
+        values: impl IntoIterator<Item = T>,
     ) -> Result<(), RunDirError> {
         let mut text = Vec::new();
         for value in values {
-            serde_json::to_writer(&mut text, value).expect("JSON values serialize");
+            serde_json::to_writer(&mut text, &value).expect("records serialize");
             text.push(b'\n');
         }
         write_atomically(&self.path.join(name), &text)
@@ -301,9 +340,31 @@ impl RunDir {
     }
 
     /// Replaces the manifest (its identity must not change).
-    pub fn update_manifest(&self, manifest: &Value) -> Result<(), RunDirError> {
+    pub fn update_manifest(&self, manifest: &Manifest) -> Result<(), RunDirError> {
         write_atomically(&self.path.join(MANIFEST), &to_pretty(manifest))
     }
+}
+
+/// A manifest read back: one this assay can read, or an error naming the file, the line and
+/// the field.
+fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, RunDirError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| RunDirError::Corrupt {
+        path: path.to_path_buf(),
+        line: e.line(),
+        message: e.to_string(),
+    })?;
+    let schema = value["schema"].as_u64().unwrap_or(1);
+    if schema > u64::from(SCHEMA) {
+        return Err(RunDirError::Newer {
+            path: path.to_path_buf(),
+            schema: u32::try_from(schema).unwrap_or(u32::MAX),
+        });
+    }
+    serde_json::from_str(text).map_err(|e| RunDirError::Corrupt {
+        path: path.to_path_buf(),
+        line: e.line(),
+        message: format!("not a manifest: {e}"),
+    })
 }
 
 fn lock_file(path: &Path) -> Result<File, RunDirError> {
@@ -406,7 +467,7 @@ fn compare_identity(path: &Path, existing: &Value, wanted: &Value) -> Result<(),
 
 /// The complete records of `results.jsonl`. A torn last line (the writer was killed mid-line)
 /// is cut off so that appending continues cleanly; a bad line anywhere else is corruption.
-fn read_records(path: &Path) -> Result<Vec<Value>, RunDirError> {
+fn read_records<R: DeserializeOwned>(path: &Path) -> Result<Vec<R>, RunDirError> {
     let mut file = match std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -431,17 +492,22 @@ fn read_records(path: &Path) -> Result<Vec<Value>, RunDirError> {
         if !line.ends_with('\n') {
             break; // torn by a kill: every record this process writes ends with a newline
         }
-        match serde_json::from_str::<Value>(line.trim_end()) {
+        match serde_json::from_str::<R>(line.trim_end()) {
             Ok(value) => {
                 records.push(value);
                 good_len += read as u64;
             }
             Err(e) => {
+                let what = if e.is_data() {
+                    "not a valid record"
+                } else {
+                    "not a JSON record"
+                };
                 return Err(RunDirError::Corrupt {
                     path: path.to_path_buf(),
                     line: number,
-                    message: format!("not a JSON record: {e}"),
-                })
+                    message: format!("{what}: {e}"),
+                });
             }
         }
     }
@@ -471,17 +537,27 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use assay_records::{Identity, Kind};
     use serde_json::json;
 
-    fn manifest(samples: &str) -> Value {
-        json!({"identity": {"benchmark": "bigcodebench", "samples": samples}, "started": 1})
+    fn manifest(samples: &str) -> Manifest {
+        let identity = Identity {
+            benchmark: Some("bigcodebench".into()),
+            samples_digest: Some(samples.into()),
+            ..Identity::default()
+        };
+        Manifest::new(Kind::BigcodebenchEval, identity)
+    }
+
+    fn open(path: &Path, manifest: &Manifest) -> Result<Opened<Value>, RunDirError> {
+        RunDir::open(path, manifest)
     }
 
     #[test]
     fn records_survive_a_reopen_and_a_torn_line_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run");
-        let opened = RunDir::open(&path, &manifest("a")).unwrap();
+        let opened = open(&path, &manifest("a")).unwrap();
         assert!(!opened.resumed);
         let mut run = opened.dir;
         run.append(&json!({"index": 0})).unwrap();
@@ -494,7 +570,7 @@ mod tests {
             .unwrap();
         results.write_all(b"{\"index\": 2, \"sta").unwrap();
         drop(results);
-        let opened = RunDir::open(&path, &manifest("a")).unwrap();
+        let opened = open(&path, &manifest("a")).unwrap();
         assert!(opened.resumed);
         assert_eq!(opened.records, [json!({"index": 0}), json!({"index": 1})]);
         let mut run = opened.dir;
@@ -508,25 +584,29 @@ mod tests {
     fn a_different_evaluation_is_refused_and_a_busy_one_too() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run");
-        let first = RunDir::open(&path, &manifest("a")).unwrap();
+        let first = open(&path, &manifest("a")).unwrap();
         assert!(matches!(
-            RunDir::open(&path, &manifest("a")),
+            open(&path, &manifest("a")),
             Err(RunDirError::Busy { .. })
         ));
         drop(first);
-        let err = RunDir::open(&path, &manifest("b"))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(err.contains("samples: \"a\" there, \"b\" now"), "{err}");
+        let err = open(&path, &manifest("b")).err().unwrap().to_string();
+        assert!(
+            err.contains("samples_digest: \"a\" there, \"b\" now"),
+            "{err}"
+        );
     }
 
     #[test]
     fn a_shared_directory_takes_records_from_many_writers() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cache");
-        let mut one = RunDir::open_shared(&path, &manifest("a")).unwrap().dir;
-        let mut two = RunDir::open_shared(&path, &manifest("a")).unwrap().dir;
+        let mut one = RunDir::open_shared::<Value>(&path, &manifest("a"))
+            .unwrap()
+            .dir;
+        let mut two = RunDir::open_shared::<Value>(&path, &manifest("a"))
+            .unwrap()
+            .dir;
         one.append(&json!({"index": 0})).unwrap();
         two.append(&json!({"index": 1})).unwrap();
         // A writer killed mid-record: the next append cuts the torn line.
@@ -538,10 +618,10 @@ mod tests {
             .unwrap();
         one.append(&json!({"index": 2})).unwrap();
         assert!(matches!(
-            RunDir::open_shared(&path, &manifest("b")),
+            RunDir::open_shared::<Value>(&path, &manifest("b")),
             Err(RunDirError::Different { .. })
         ));
-        let reopened = RunDir::open_shared(&path, &manifest("a")).unwrap();
+        let reopened = RunDir::open_shared::<Value>(&path, &manifest("a")).unwrap();
         assert_eq!(
             reopened.records,
             [
@@ -556,16 +636,13 @@ mod tests {
     fn corruption_before_the_end_names_the_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run");
-        drop(RunDir::open(&path, &manifest("a")).unwrap());
+        drop(open(&path, &manifest("a")).unwrap());
         std::fs::write(
             path.join(RESULTS),
             "{\"index\": 0}\ngarbage\n{\"index\": 2}\n",
         )
         .unwrap();
-        let err = RunDir::open(&path, &manifest("a"))
-            .err()
-            .unwrap()
-            .to_string();
+        let err = open(&path, &manifest("a")).err().unwrap().to_string();
         assert!(err.contains("results.jsonl:2: not a JSON record"), "{err}");
     }
 
@@ -573,30 +650,76 @@ mod tests {
     fn a_run_of_another_kind_continues_one_it_extends() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run");
-        let generation = json!({"kind": "gen", "identity": {"model": "m"}, "totals": 3});
-        let mut run = RunDir::open(&path, &generation).unwrap().dir;
-        let (mut log, _) = run.journal("generation.jsonl").unwrap();
+        let model = |name: &str| Identity {
+            model: Some(name.into()),
+            ..Identity::default()
+        };
+        let mut generation = Manifest::new(Kind::BigcodebenchGenerate, model("m"));
+        generation.python = Some("3.11.2".into());
+        let mut run = open(&path, &generation).unwrap().dir;
+        let (mut log, _) = run.journal::<Value>("generation.jsonl").unwrap();
         log.append(&json!({"answer": 1})).unwrap();
         drop((log, run));
         // Without `extends`, or changing a setting of the generation, it is another run.
-        let other = json!({"kind": "run", "identity": {"model": "m", "timeout": 9}});
-        assert!(RunDir::open(&path, &other).is_err());
-        let changed = json!({"kind": "run", "extends": ["gen"], "identity": {"model": "x"}});
-        assert!(RunDir::open(&path, &changed).is_err());
-        let continuing =
-            json!({"kind": "run", "extends": ["gen"], "identity": {"model": "m", "timeout": 9}});
-        let mut run = RunDir::open(&path, &continuing).unwrap().dir;
-        let (_, answers) = run.journal("generation.jsonl").unwrap();
+        let judged = |name: &str| Identity {
+            memory_mib: Some(9),
+            ..model(name)
+        };
+        let other = Manifest::new(Kind::BigcodebenchRun, judged("m"));
+        assert!(open(&path, &other).is_err());
+        let mut changed = Manifest::new(Kind::BigcodebenchRun, judged("x"));
+        changed.extends = vec![Kind::BigcodebenchGenerate];
+        assert!(open(&path, &changed).is_err());
+        let mut continuing = Manifest::new(Kind::BigcodebenchRun, judged("m"));
+        continuing.extends = vec![Kind::BigcodebenchGenerate];
+        let mut run = open(&path, &continuing).unwrap().dir;
+        let (_, answers) = run.journal::<Value>("generation.jsonl").unwrap();
         assert_eq!(answers, [json!({"answer": 1})]);
         let manifest = run.manifest().unwrap();
-        assert_eq!(manifest["identity"], continuing["identity"]);
-        assert_eq!(manifest["kind"], "run");
-        assert_eq!(manifest["totals"], 3, "the generation's own facts stay");
-        drop(run);
-        assert!(
-            RunDir::open(&path, &continuing).is_ok(),
-            "and it resumes as itself"
+        assert_eq!(manifest.identity, continuing.identity);
+        assert_eq!(manifest.kind, Kind::BigcodebenchRun);
+        assert_eq!(
+            manifest.python.as_deref(),
+            Some("3.11.2"),
+            "the generation's own facts stay"
         );
+        drop(run);
+        assert!(open(&path, &continuing).is_ok(), "and it resumes as itself");
+    }
+
+    #[test]
+    fn records_of_the_wrong_shape_and_newer_schemas_are_named() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Record {
+            #[allow(dead_code)]
+            index: usize,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        drop(open(dir.path(), &manifest("a")).unwrap());
+        std::fs::write(
+            dir.path().join(RESULTS),
+            "{\"index\": 0}\n{\"index\": \"x\"}\n",
+        )
+        .unwrap();
+        let err = RunDir::open::<Record>(dir.path(), &manifest("a"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("results.jsonl:2: not a valid record: invalid type"),
+            "{err}"
+        );
+        let mut newer = manifest("a");
+        newer.schema = SCHEMA + 1;
+        std::fs::write(dir.path().join(MANIFEST), to_pretty(&newer)).unwrap();
+        let err = open(dir.path(), &manifest("a")).err().unwrap().to_string();
+        assert!(err.contains("written by a newer assay"), "{err}");
+        // A manifest from before schemas were written reads as schema 1.
+        let mut old = serde_json::to_value(manifest("a")).unwrap();
+        old.as_object_mut().unwrap().remove("schema");
+        std::fs::write(dir.path().join(MANIFEST), to_pretty(&old)).unwrap();
+        std::fs::write(dir.path().join(RESULTS), "").unwrap();
+        assert!(open(dir.path(), &manifest("a")).is_ok());
     }
 
     #[test]
@@ -604,21 +727,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("generation.jsonl"), "{\"stale\": 1}\n").unwrap();
         std::fs::write(dir.path().join(RESULTS), "{\"stale\": 2}\n").unwrap();
-        let opened = RunDir::open(dir.path(), &manifest("a")).unwrap();
+        let opened = open(dir.path(), &manifest("a")).unwrap();
         assert!(opened.records.is_empty());
         let mut run = opened.dir;
-        assert!(run.journal("generation.jsonl").unwrap().1.is_empty());
+        assert!(run
+            .journal::<Value>("generation.jsonl")
+            .unwrap()
+            .1
+            .is_empty());
         run.rewrite_results(&[json!({"index": 0})]).unwrap();
         run.append(&json!({"index": 1})).unwrap();
         drop(run);
-        let reopened = RunDir::open(dir.path(), &manifest("a")).unwrap();
+        let reopened = open(dir.path(), &manifest("a")).unwrap();
         assert_eq!(reopened.records, [json!({"index": 0}), json!({"index": 1})]);
     }
 
     #[test]
     fn derived_files_are_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunDir::open(dir.path(), &manifest("a")).unwrap().dir;
+        let run = open(dir.path(), &manifest("a")).unwrap().dir;
         run.write_json("out.json", &json!({"k": [1, 2]})).unwrap();
         run.write_lines("out.jsonl", &[json!(1), json!({"a": "b"})])
             .unwrap();

@@ -1,3 +1,5 @@
+//! How well jobs are isolated: the level, the layers behind it, and the engine's report.
+
 use serde::{Deserialize, Serialize};
 
 /// How well a job was isolated, from best to worst. Recorded in every outcome.
@@ -17,19 +19,25 @@ pub enum IsolationLevel {
 /// The confinement layers a job process reports having set up (its "ready" frame).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layers {
+    /// A user namespace of its own.
     #[serde(default)]
     pub user_ns: bool,
+    /// A mount namespace: its own read-only view of the filesystem.
     #[serde(default)]
     pub mount_ns: bool,
+    /// A PID namespace: it sees only its own processes.
     #[serde(default)]
     pub pid_ns: bool,
+    /// A network namespace without interfaces.
     #[serde(default)]
     pub net_ns: bool,
     /// Jobs reach the network (by request, or for lack of a network namespace).
     #[serde(default)]
     pub network: bool,
+    /// An IPC namespace of its own.
     #[serde(default)]
     pub ipc_ns: bool,
+    /// A `/tmp` of its own.
     #[serde(default)]
     pub private_tmp: bool,
     /// A `/dev/shm` of its own: always with namespaces, as root without them.
@@ -38,11 +46,13 @@ pub struct Layers {
     /// Runs as a uid other than root, without capabilities.
     #[serde(default)]
     pub unprivileged: bool,
+    /// `no_new_privs`: no setuid escalation.
     #[serde(default)]
     pub no_new_privs: bool,
     /// 0 when Landlock is unavailable.
     #[serde(default)]
     pub landlock_abi: u32,
+    /// A seccomp filter on dangerous syscalls.
     #[serde(default)]
     pub seccomp: bool,
 }
@@ -83,11 +93,13 @@ pub enum Enforcement {
 /// What the engine achieved on this machine, reported once at start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IsolationReport {
+    /// The level every job reaches.
     pub level: IsolationLevel,
     /// The layers of the first job process.
     pub layers: Layers,
     /// `cgroup-v1`, `cgroup-v2` or `none`.
     pub cgroup: String,
+    /// How the memory limit is enforced.
     pub memory_limit: Enforcement,
     /// How a job's whole process tree is killed: `pid-namespace`, `cgroup` or `process-group`.
     pub tree_kill: String,

@@ -1,0 +1,272 @@
+//! The arguments commands share, and the typed settings each turns into: the command files
+//! parse with these and hand the settings to `assay-pipeline`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use assay_pipeline::engine::EngineSettings;
+use assay_pipeline::generate::ModelSettings;
+use assay_pipeline::judge::JudgeSettings;
+use assay_pipeline::selection::TaskSelection;
+use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile};
+use assay_records::Split;
+use assay_sandbox::IsolationMode;
+use assay_tasks::bigcodebench::{Subset, VERSIONS};
+use clap::{Args, ValueEnum};
+
+use crate::progress::Spinner;
+
+/// The prompt style.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SplitArg {
+    /// The function signature and its docstring, to be completed.
+    Complete,
+    /// A natural-language instruction.
+    Instruct,
+}
+
+impl SplitArg {
+    /// The split it names.
+    pub fn split(self) -> Split {
+        match self {
+            SplitArg::Complete => Split::Complete,
+            SplitArg::Instruct => Split::Instruct,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Benchmark {
+    /// All 1,140 tasks.
+    Bigcodebench,
+    /// The 148 tasks of the Hard subset.
+    BigcodebenchHard,
+}
+
+/// Which tasks: the benchmark, its data version or file, and optionally some task ids.
+#[derive(Args)]
+pub struct DatasetArgs {
+    /// The benchmark.
+    pub benchmark: Benchmark,
+    /// Dataset version.
+    #[arg(long, default_value = VERSIONS[0], value_parser = clap::builder::PossibleValuesParser::new(VERSIONS))]
+    pub version: String,
+    /// A dataset file in the Hugging Face schema (.jsonl or .jsonl.gz) instead of an embedded
+    /// version.
+    #[arg(long)]
+    pub dataset: Option<PathBuf>,
+    /// Only these tasks (comma-separated ids, e.g. BigCodeBench/13,BigCodeBench/15).
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Vec<String>,
+}
+
+impl DatasetArgs {
+    /// The task selection.
+    pub fn selection(&self) -> TaskSelection {
+        TaskSelection {
+            subset: match self.benchmark {
+                Benchmark::Bigcodebench => Subset::Full,
+                Benchmark::BigcodebenchHard => Subset::Hard,
+            },
+            version: self.version.clone(),
+            dataset: self.dataset.clone(),
+            tasks: self.tasks.clone(),
+        }
+    }
+}
+
+/// Where a run's files go.
+#[derive(Args)]
+pub struct RunDirArgs {
+    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>). Rerunning the
+    /// same command resumes it: nothing answered or judged is asked or run again.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// How code runs, beyond the sandbox.
+#[derive(Args)]
+pub struct SemanticsArgs {
+    /// Run code without the official harness's process guards (os.kill limited to the code's
+    /// own subprocesses, commands mentioning `kill` skipped, exec ignored...). Some official
+    /// verdicts depend on them: a multiprocessing pool never exits under them, for one.
+    #[arg(long)]
+    pub no_official_guards: bool,
+}
+
+impl SemanticsArgs {
+    /// Whether jobs run under the official guards.
+    pub fn guards(&self) -> bool {
+        !self.no_official_guards
+    }
+}
+
+/// Which environment a command works with.
+#[derive(Args, Clone)]
+pub struct Select {
+    /// The pinned package set: `bigcodebench` or `test`.
+    #[arg(long, default_value_t = Profile::default_profile().name.to_string())]
+    pub profile: String,
+    /// The base CPython 3.11 to build the environment from (default: python3.11 or python3 on PATH).
+    #[arg(long, env = "ASSAY_PYTHON")]
+    pub python: Option<PathBuf>,
+}
+
+impl Select {
+    /// The environment chosen, set up or not.
+    pub fn locate(&self) -> Result<Environment> {
+        let profile = Profile::by_name(&self.profile)?;
+        let interpreter = Interpreter::discover(self.python.as_deref())?;
+        Ok(Environment::locate(profile, interpreter)?)
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Isolation {
+    /// Use what the kernel offers; record the level reached.
+    Auto,
+    /// Refuse to run below full isolation.
+    Strict,
+}
+
+#[derive(Args, Clone)]
+pub struct EngineArgs {
+    #[command(flatten)]
+    pub select: Select,
+    #[arg(long, value_enum, default_value_t = Isolation::Auto)]
+    pub isolation: Isolation,
+    /// CPU slots: jobs computing at once (default: the number of CPUs). A job that waits
+    /// (sleeps, blocks on a subprocess or a socket) lends its slot to the next one.
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Jobs at once at most, counting those that lent their slot (default: 8 x --jobs;
+    /// equal to --jobs: no lending).
+    #[arg(long)]
+    pub max_jobs: Option<usize>,
+    /// Give evaluated code the host's network (off: a private network with loopback only).
+    #[arg(long)]
+    pub allow_network: bool,
+}
+
+/// How samples are judged: what `assay eval` and `assay run` share.
+#[derive(Args)]
+pub struct JudgingArgs {
+    /// Run solutions as given, without the official calibration prefix.
+    #[arg(long)]
+    pub no_calibrate: bool,
+    /// One time limit for every sample, in seconds (`--timeout 240` is the official policy).
+    /// Default: a budget per task from its reference solution's time here (docs/parity.md).
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Memory limit per sample, in MiB.
+    #[arg(long, default_value_t = 8192)]
+    pub memory: u64,
+    #[command(flatten)]
+    pub semantics: SemanticsArgs,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Which model answers, and how it is asked.
+#[derive(Args)]
+pub struct ModelArgs {
+    /// `openai:MODEL` (OPENAI_API_KEY; with --base-url any OpenAI-compatible server),
+    /// `anthropic:MODEL` (ANTHROPIC_API_KEY) or `reference` (the canonical solutions).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The server's base URL: for openai including `/v1` (e.g. http://localhost:8000/v1 for
+    /// vLLM), for anthropic without it.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// A base model: continue the Complete prompt through the completions endpoint, with the
+    /// official direct-completion stop strings (Complete split only).
+    #[arg(long)]
+    pub direct_completion: bool,
+    /// The prompt style.
+    #[arg(long, value_enum, default_value_t = SplitArg::Complete)]
+    pub split: SplitArg,
+    /// Answers per task (greedy when 1).
+    #[arg(short = 'n', long = "n-samples", default_value_t = 1)]
+    pub n: u32,
+    /// Sampling temperature (default: 0 for one answer, 0.8 for several).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling (default: 0.95 when sampling, not sent when greedy).
+    #[arg(long)]
+    pub top_p: Option<f64>,
+    /// Token limit per answer (default: 1280, the official one).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Requests in flight at most.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: usize,
+    /// Seconds one HTTP attempt may take.
+    #[arg(long, default_value_t = 300.0)]
+    pub request_timeout: f64,
+    /// Attempts after the first on rate limits, server errors, timeouts and broken connections.
+    #[arg(long, default_value_t = 6)]
+    pub retries: u32,
+}
+
+impl EngineArgs {
+    /// The chosen environment, set up first (once) if it is not yet.
+    pub async fn environment(&self) -> Result<Environment> {
+        let env = self.select.locate()?;
+        if !matches!(env.status(), EnvStatus::Complete(_)) {
+            eprintln!(
+                "assay: the `{}` environment is not set up yet; setting it up now (once)",
+                env.profile.name
+            );
+            let env = env.clone();
+            tokio::task::spawn_blocking(move || env.setup(&Spinner::new()))
+                .await
+                .context("environment setup")??;
+        }
+        Ok(env)
+    }
+
+    /// How the sandbox runs jobs.
+    pub fn settings(&self) -> EngineSettings {
+        EngineSettings {
+            isolation: match self.isolation {
+                Isolation::Auto => IsolationMode::Auto,
+                Isolation::Strict => IsolationMode::Strict,
+            },
+            jobs: self.jobs,
+            max_jobs: self.max_jobs,
+            network: self.allow_network,
+        }
+    }
+}
+
+impl JudgingArgs {
+    /// How samples are judged.
+    pub fn settings(&self) -> JudgeSettings {
+        JudgeSettings {
+            calibrated: !self.no_calibrate,
+            timeout: self.timeout,
+            memory_mib: self.memory,
+            guards: self.semantics.guards(),
+            engine: self.engine.settings(),
+        }
+    }
+}
+
+impl ModelArgs {
+    /// Which model answers, and how.
+    pub fn settings(&self) -> ModelSettings {
+        ModelSettings {
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            direct_completion: self.direct_completion,
+            split: self.split.split(),
+            n: self.n,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            max_tokens: self.max_tokens,
+            concurrency: self.concurrency,
+            request_timeout: self.request_timeout,
+            retries: self.retries,
+        }
+    }
+}

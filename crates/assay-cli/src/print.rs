@@ -1,0 +1,163 @@
+//! What commands print when they are done (progress while they run is `progress`).
+
+use std::path::Path;
+
+use assay_eval::bigcodebench::ground_truth::failed_ids;
+use assay_records::{EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split};
+
+/// `n` and what it counts: `one` when `n` is 1, else `many`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Prints what an evaluation came to.
+pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSummary, dir: &Path) {
+    let scores = &summary.scores;
+    println!(
+        "{benchmark} ({}, {version}): {} samples, {} of {} tasks judged",
+        split.as_str(),
+        summary.samples,
+        scores.tasks_judged,
+        summary.tasks_in_dataset
+    );
+    let set_apart = match (scores.samples_set_apart, scores.tasks_set_apart.len()) {
+        (0, _) => String::new(),
+        (samples, 0) => format!(
+            " ({} set apart)",
+            count(samples, "infra sample", "infra samples")
+        ),
+        (samples, tasks) => format!(
+            " ({} set apart; {} with no verdict at all)",
+            count(samples, "infra sample", "infra samples"),
+            count(tasks, "task", "tasks"),
+        ),
+    };
+    for (k, v) in &scores.pass_at_k {
+        println!(
+            "  {k}: {v:.4} over {} judged{set_apart}",
+            count(scores.tasks_judged, "task", "tasks")
+        );
+    }
+    if scores.samples_set_apart > 0 {
+        let tasks = scores.tasks_judged + scores.tasks_set_apart.len();
+        for (k, v) in &scores.pass_at_k_infra_as_fail {
+            println!(
+                "  {k} with infra as failures: {v:.4} over {} (the official harness's figure \
+                 on this machine)",
+                count(tasks, "task", "tasks")
+            );
+        }
+    }
+    let counts = |m: &std::collections::BTreeMap<String, usize>| {
+        m.iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!("  assay statuses: {}", counts(&summary.statuses));
+    println!("  official statuses: {}", counts(&summary.official));
+    let truth = &summary.ground_truth;
+    println!(
+        "  ground truth here: {:.4}{}",
+        truth.pass_rate,
+        match truth.failed_tasks.len() {
+            0 => String::new(),
+            n => format!(" ({n} reference solutions fail here; `assay check` lists them)"),
+        }
+    );
+    if scores.tasks_judged < summary.tasks_in_dataset {
+        println!(
+            "  warning: pass@k covers {} of {} tasks ({} without samples, {} infra only)",
+            scores.tasks_judged,
+            summary.tasks_in_dataset,
+            summary.tasks_missing.len(),
+            scores.tasks_set_apart.len(),
+        );
+    }
+    if !summary.infra.is_empty() {
+        println!(
+            "  infra (not counted; the environment decided): {}",
+            summary.infra.len()
+        );
+        for (task, reason) in &summary.infra {
+            println!("    {task}: {reason}");
+        }
+    }
+    let slow: Vec<String> = summary
+        .slowest
+        .iter()
+        .take(5)
+        .map(|Slow(task, secs, status)| format!("{task} {secs:.1} s ({status})"))
+        .collect();
+    println!("  slowest: {}", slow.join(", "));
+    println!(
+        "  {:.0} s; results in {}",
+        summary.wall_seconds,
+        dir.display()
+    );
+}
+
+/// Prints what a generation came to.
+pub fn generation(outcome: &GenerationOutcome) {
+    let t = &outcome.totals;
+    eprintln!(
+        "generated {} samples ({} requests, {} retried; tokens: {} prompt, {} completion; \
+         latency mean {:.1} s, max {:.1} s)",
+        outcome.samples,
+        t.requests,
+        t.retried_requests,
+        t.usage.prompt_tokens,
+        t.usage.completion_tokens,
+        t.latency_mean_seconds,
+        t.latency_max_seconds,
+    );
+    if t.cut_short > 0 || t.empty > 0 {
+        println!(
+            "  warning: {} answers hit the token limit (--max-tokens), {} are empty; they are \
+             scored as they are",
+            t.cut_short, t.empty
+        );
+    }
+    if !outcome.unanswered.is_empty() {
+        println!(
+            "  {} tasks lack answers (the requests failed; rerun the same command to ask again):",
+            outcome.unanswered.len()
+        );
+        for u in &outcome.unanswered {
+            let noun = if u.samples == 1 { "sample" } else { "samples" };
+            println!("    {} ({} {noun}): {}", u.task_id, u.samples, u.reason);
+        }
+    }
+}
+
+/// Prints what a check of the reference solutions came to.
+pub fn check(benchmark: &str, tasks: usize, summary: &GroundTruthSummary) {
+    println!(
+        "{benchmark}: the reference solutions of {:.4} of {tasks} tasks pass here",
+        summary.pass_rate
+    );
+    if !summary.failed_tasks.is_empty() {
+        println!("  failing ({}):", summary.failed_tasks.len());
+        for task in failed_ids(summary) {
+            println!("    {task}: {}", first_line(&summary.failed_tasks[task]));
+        }
+    }
+    let peaks = &summary.processes;
+    if let Some((task, peak)) = peaks.highest.first() {
+        println!(
+            "  processes and threads at once: at most {peak} ({task}), over {} references \
+             measured",
+            peaks.measured
+        );
+    }
+    println!("  reference results: {}", summary.cache.display());
+}
+
+/// A reason's first line, shortened: tracebacks belong in the files.
+fn first_line(reason: &str) -> String {
+    let line = reason.lines().next().unwrap_or_default();
+    match line.char_indices().nth(160) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}

@@ -1,0 +1,262 @@
+//! Judging a samples file: every sample a sandbox job, every verdict a record appended to the
+//! run directory as it finishes, the reference runs on the way, and at the end the official
+//! files and a summary.
+
+use std::collections::HashMap;
+
+use assay_records::{EvalSummary, Listener, ReferenceResult, RunEvent, SampleRecord};
+use assay_rundir::RunDir;
+use assay_sandbox::Engine;
+use assay_tasks::bigcodebench::{Dataset, Task};
+use tokio::sync::mpsc;
+
+use super::ground_truth::References;
+use super::judge::{digest, judge, no_answer, Job};
+use super::official_files::Written;
+use super::options::Options;
+use super::samples::{Sample, Samples};
+use super::summary::{scores, summarize};
+use super::verdict::Environment;
+use crate::error::EvalError;
+use crate::resume::{reuse, Wanted};
+
+/// What a spawned job reports back.
+pub(crate) enum Finished {
+    Sample(SampleRecord),
+    Reference(SampleRecord),
+}
+
+impl Finished {
+    fn event(self) -> RunEvent {
+        match self {
+            Finished::Sample(record) => RunEvent::SampleJudged {
+                record: Box::new(record),
+            },
+            Finished::Reference(record) => RunEvent::ReferenceJudged {
+                record: Box::new(record),
+            },
+        }
+    }
+}
+
+/// One evaluation: samples of a dataset, run on an engine.
+pub struct Evaluation<'a> {
+    /// Runs the jobs.
+    pub engine: &'a Engine,
+    /// The tasks.
+    pub dataset: &'a Dataset,
+    /// The samples to judge.
+    pub samples: &'a Samples,
+    /// How.
+    pub options: &'a Options,
+    /// What the environment lacks.
+    pub environment: &'a Environment,
+    /// The model's name in `pass_at_k.json`.
+    pub model: &'a str,
+    /// Samples the model never answered (task id, why): `infra` verdicts, kept out of
+    /// `results.jsonl` because a resumed run asks the model again.
+    pub unanswered: &'a [(String, String)],
+}
+
+/// Where a run's events are written before listeners hear them.
+struct Journals<'a> {
+    /// The run's `results.jsonl`; none when only references run.
+    run: Option<&'a mut RunDir>,
+    /// The ground-truth cache.
+    references: &'a mut References,
+}
+
+impl Journals<'_> {
+    fn write(&mut self, event: &RunEvent) -> Result<(), EvalError> {
+        match (event, self.run.as_mut()) {
+            (RunEvent::SampleJudged { record }, Some(run)) => run.append(record)?,
+            (RunEvent::ReferenceJudged { record }, _) => self.references.record(record)?,
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// Runs the reference solutions of `dataset` not measured yet (`assay check`; an evaluation
+/// does the same on the way), telling `listener`.
+pub async fn check(
+    engine: &Engine,
+    dataset: &Dataset,
+    environment: &Environment,
+    references: &mut References,
+    listener: &mut dyn Listener,
+) -> Result<assay_records::GroundTruthSummary, EvalError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let pending = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
+    drop(tx);
+    listener.on_event(&RunEvent::JudgingStarted {
+        samples: 0,
+        done: 0,
+        references: pending.len(),
+    });
+    let mut journals = Journals {
+        run: None,
+        references: &mut *references,
+    };
+    while let Some(finished) = rx.recv().await {
+        let event = finished.event();
+        journals.write(&event)?;
+        listener.on_event(&event);
+    }
+    references.sync()?;
+    listener.on_event(&RunEvent::JudgingFinished);
+    Ok(references.summary(&dataset.tasks))
+}
+
+impl Evaluation<'_> {
+    /// Evaluates the samples not yet in `records`, appending each verdict to `run` as it
+    /// finishes, then writes `eval_results.json` and `pass_at_k.json`. Reference solutions
+    /// not measured yet run on the way, into `references`; a task's samples wait for its
+    /// reference only, which sets their time limit.
+    pub async fn run(
+        &self,
+        run: &mut RunDir,
+        records: Vec<SampleRecord>,
+        references: &mut References,
+        listener: &mut dyn Listener,
+    ) -> Result<EvalSummary, EvalError> {
+        let Evaluation {
+            engine,
+            dataset,
+            samples,
+            options,
+            environment,
+            unanswered,
+            model,
+        } = *self;
+        let started = std::time::Instant::now();
+        let tasks: HashMap<&str, &Task> = dataset
+            .tasks
+            .iter()
+            .map(|t| (t.task_id.as_str(), t))
+            .collect();
+        let programs = programs(samples, &tasks, options);
+        let mut results = reuse(
+            records,
+            samples.samples.iter().map(|s| Wanted {
+                index: s.index,
+                task_id: &s.task_id,
+                digest: &programs[s.index].1,
+            }),
+        );
+        let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
+        let waiting = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
+        // Longest first, by the reference's time where known: the slowest tasks start early
+        // instead of ending the run alone.
+        let mut pending: Vec<(&Sample, Option<ReferenceResult>)> = samples
+            .samples
+            .iter()
+            .filter(|s| !results.contains_key(&s.index))
+            .map(|s| (s, references.truth.tasks.get(&s.task_id).cloned()))
+            .collect();
+        let seconds = |r: &Option<ReferenceResult>| r.as_ref().map_or(0.0, |r| r.seconds);
+        pending.sort_by(|a, b| seconds(&b.1).total_cmp(&seconds(&a.1)));
+        listener.on_event(&RunEvent::JudgingStarted {
+            samples: samples.samples.len(),
+            done: results.len(),
+            references: waiting.len(),
+        });
+        for (sample, known) in pending {
+            let task = tasks[sample.task_id.as_str()];
+            let (program, digest) = programs[sample.index].clone();
+            let mut job = Job {
+                index: sample.index,
+                task_id: sample.task_id.clone(),
+                program,
+                digest,
+                test: task.test.clone(),
+                limits: options.limits.clone(),
+                guards: options.guards,
+            };
+            let mut reference = waiting.get(&sample.task_id).cloned();
+            let (engine, environment, tx, time) = (
+                engine.clone(),
+                environment.clone(),
+                tx.clone(),
+                options.time.clone(),
+            );
+            tokio::spawn(async move {
+                let measured = match reference.as_mut() {
+                    Some(rx) => rx
+                        .wait_for(Option::is_some)
+                        .await
+                        .ok()
+                        .and_then(|r| r.clone()),
+                    None => known,
+                };
+                job.limits.wall = time.limit(measured.as_ref());
+                job.limits.cpu = None;
+                let _ = tx.send(Finished::Sample(judge(&engine, &environment, job).await));
+            });
+        }
+        drop(tx);
+        let mut journals = Journals {
+            run: Some(&mut *run),
+            references: &mut *references,
+        };
+        while let Some(finished) = rx.recv().await {
+            let event = finished.event();
+            journals.write(&event)?;
+            listener.on_event(&event);
+            if let RunEvent::SampleJudged { record } = event {
+                results.insert(record.index, *record);
+            }
+        }
+        // One record per sample, in sample order: records an earlier run made for samples
+        // that have since moved (or gone) are renumbered (or dropped).
+        run.rewrite_results(&results.values().collect::<Vec<_>>())?;
+        references.sync()?;
+        listener.on_event(&RunEvent::JudgingFinished);
+        let ground_truth = references.summary(&dataset.tasks);
+        // Samples the model never answered are `infra`: in both figures, as in the summary.
+        for (i, (task_id, why)) in unanswered.iter().enumerate() {
+            let index = samples.samples.len() + i;
+            results.insert(
+                index,
+                no_answer(index, task_id, why, engine.isolation().level),
+            );
+        }
+        let scores = scores(&results);
+        Written {
+            dataset,
+            samples,
+            options,
+            model,
+            programs: &programs,
+            results: &results,
+            scores: &scores,
+            ground_truth: &ground_truth,
+        }
+        .write(run)?;
+        Ok(summarize(
+            dataset,
+            &results,
+            scores,
+            ground_truth,
+            options.time.clone(),
+            started.elapsed(),
+        ))
+    }
+}
+
+/// The program each sample runs and its digest, by sample index.
+fn programs(
+    samples: &Samples,
+    tasks: &HashMap<&str, &Task>,
+    options: &Options,
+) -> Vec<(String, String)> {
+    samples
+        .samples
+        .iter()
+        .map(|sample| {
+            let program = sample.program(tasks[sample.task_id.as_str()], options.calibrated);
+            let digest = digest(&program);
+            (program, digest)
+        })
+        .collect()
+}

@@ -1,0 +1,85 @@
+//! One program against its task's tests: the sandbox job, and its record.
+
+use assay_records::{InfraCause, IsolationLevel, SampleRecord, Status, RECORD_OUTPUT_BYTES};
+use assay_sandbox::{Engine, Limits, UnittestJob};
+
+use super::verdict::{infra_cause, official, Environment};
+
+/// A short digest of a program: records name what they executed.
+pub fn digest(program: &str) -> String {
+    blake3::hash(program.as_bytes()).to_hex()[..16].to_string()
+}
+
+/// One program to judge against its task's tests.
+pub(crate) struct Job {
+    pub index: usize,
+    pub task_id: String,
+    pub program: String,
+    pub digest: String,
+    pub test: String,
+    pub limits: Limits,
+    pub guards: bool,
+}
+
+/// Runs one job and turns its outcome into a record.
+pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) -> SampleRecord {
+    let mut unittest = UnittestJob::new(job.program, job.test);
+    unittest.limits = Some(job.limits);
+    unittest.guards = job.guards;
+    let outcome = engine.run_unittest(unittest).await;
+    let infra = infra_cause(&outcome, environment);
+    SampleRecord {
+        index: job.index,
+        task_id: job.task_id,
+        program_digest: job.digest,
+        status: if infra.is_some() {
+            Status::Infra
+        } else {
+            outcome.status
+        },
+        reason: infra
+            .as_ref()
+            .map_or_else(|| outcome.reason.clone(), |c| c.to_string()),
+        official: if infra.is_some() {
+            None
+        } else {
+            official(&outcome)
+        },
+        infra,
+        tests: outcome.tests,
+        wall_seconds: outcome.usage.wall.as_secs_f64(),
+        cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
+        memory_peak_bytes: outcome.usage.memory_peak_bytes,
+        processes_peak: outcome.usage.processes_peak,
+        isolation: outcome.isolation,
+        stdout: outcome.stdout.capped(RECORD_OUTPUT_BYTES),
+        stderr: outcome.stderr.capped(RECORD_OUTPUT_BYTES),
+    }
+}
+
+/// The record of a sample the model never answered.
+pub(crate) fn no_answer(
+    index: usize,
+    task_id: &str,
+    why: &str,
+    isolation: IsolationLevel,
+) -> SampleRecord {
+    let cause = InfraCause::NoAnswer(why.to_string());
+    SampleRecord {
+        index,
+        task_id: task_id.to_string(),
+        program_digest: String::new(),
+        status: Status::Infra,
+        reason: cause.to_string(),
+        official: None,
+        infra: Some(cause),
+        tests: Vec::new(),
+        wall_seconds: 0.0,
+        cpu_seconds: None,
+        memory_peak_bytes: None,
+        processes_peak: None,
+        isolation,
+        stdout: Default::default(),
+        stderr: Default::default(),
+    }
+}

@@ -1,0 +1,247 @@
+//! `generate`: a model asked for answers (the official prompts and sanitizer) into a run
+//! directory's `samples.jsonl`, resumably.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use assay_generate::{prompt, resolve, Generation, Model};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec, Provider};
+use assay_records::{
+    GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
+    ModelAccess, Split,
+};
+use assay_rundir::RunDir;
+use assay_sanitize::Sanitizer;
+use assay_tasks::bigcodebench::Dataset;
+
+use crate::error::PipelineError;
+use crate::selection::TaskSelection;
+
+/// Which model answers, and how it is asked.
+#[derive(Debug, Clone)]
+pub struct ModelSettings {
+    /// `openai:MODEL`, `anthropic:MODEL` or `reference`; none: see [`ModelSettings::choose`].
+    pub model: Option<String>,
+    /// The server's base URL.
+    pub base_url: Option<String>,
+    /// A base model continuing the Complete prompt.
+    pub direct_completion: bool,
+    /// The prompt style.
+    pub split: Split,
+    /// Answers per task.
+    pub n: u32,
+    /// Sampling temperature (default: the official one for `n`).
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    pub top_p: Option<f64>,
+    /// Token limit per answer.
+    pub max_tokens: Option<u32>,
+    /// Requests in flight at most.
+    pub concurrency: usize,
+    /// Seconds one HTTP attempt may take.
+    pub request_timeout: f64,
+    /// Attempts after the first.
+    pub retries: u32,
+}
+
+/// The model as chosen.
+pub struct Chosen {
+    /// Who answers.
+    pub model: Model,
+    /// `reference`, or `provider:model`.
+    pub spec: String,
+    /// The model's name in file names and `pass_at_k.json` (`/` becomes `--`, as officially).
+    pub name: String,
+    /// How answers are sampled.
+    pub settings: GenerationSettings,
+    /// How the model is reached.
+    pub access: ModelAccess,
+    /// Whether a base model continues the prompt.
+    pub direct_completion: bool,
+}
+
+impl ModelSettings {
+    /// The model and its settings. `default_reference`: whether no model means the reference
+    /// solutions. `key`: the API key of a provider, where the caller has one.
+    pub fn choose(
+        &self,
+        default_reference: bool,
+        key: impl Fn(&Provider) -> Option<String>,
+    ) -> Result<Chosen, PipelineError> {
+        let invalid = |m: &str| Err(PipelineError::Invalid(m.to_string()));
+        if self.concurrency == 0 {
+            return invalid("--concurrency must be at least 1");
+        }
+        let spec = match &self.model {
+            Some(spec) => spec.trim().to_string(),
+            None if default_reference => "reference".to_string(),
+            None => {
+                return invalid("--model is required: openai:MODEL, anthropic:MODEL or reference")
+            }
+        };
+        let settings = |sampling_top_p| {
+            resolve(
+                self.split,
+                self.n,
+                self.temperature,
+                self.top_p,
+                self.max_tokens,
+                sampling_top_p,
+            )
+        };
+        let access = |base_url: Option<String>| ModelAccess {
+            base_url,
+            concurrency: self.concurrency,
+            request_timeout_seconds: self.request_timeout,
+            retries: self.retries,
+        };
+        if spec == "reference" {
+            if self.base_url.is_some() || self.direct_completion {
+                return invalid(
+                    "--base-url and --direct-completion are for model APIs, not `reference`",
+                );
+            }
+            return Ok(Chosen {
+                model: Model::Reference,
+                name: "reference".into(),
+                spec,
+                settings: settings(true)?,
+                access: access(None),
+                direct_completion: false,
+            });
+        }
+        let parsed: ModelSpec = spec.parse()?;
+        let anthropic = parsed.provider == Provider::Anthropic;
+        let settings = settings(!anthropic)?;
+        if anthropic && settings.temperature > 1.0 {
+            return Err(PipelineError::Invalid(format!(
+                "--temperature {}: Anthropic accepts 0 to 1",
+                settings.temperature
+            )));
+        }
+        let request_timeout = Duration::try_from_secs_f64(self.request_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                PipelineError::Invalid(
+                    "--request-timeout must be a positive number of seconds".into(),
+                )
+            })?;
+        let client = Client::new(ClientConfig {
+            spec: parsed.clone(),
+            base_url: self.base_url.clone(),
+            api_key: key(&parsed.provider).map(ApiKey::new),
+            request_timeout,
+            retries: self.retries,
+            backoff: Backoff::default(),
+        })?;
+        let base_url = Some(client.base_url().to_string());
+        let model = if self.direct_completion {
+            Model::Completion(client)
+        } else {
+            Model::Chat(client)
+        };
+        Ok(Chosen {
+            model,
+            name: parsed.model.replace('/', "--"),
+            spec,
+            settings,
+            access: access(base_url),
+            direct_completion: self.direct_completion,
+        })
+    }
+}
+
+impl Chosen {
+    /// What decides the answers, added to a run's identity.
+    pub fn identity(&self, into: Identity) -> Identity {
+        Identity {
+            model: Some(self.spec.clone()),
+            direct_completion: Some(self.direct_completion),
+            generation: Some(self.settings.clone()),
+            prompt: Some(prompt::TEMPLATE_VERSION.to_string()),
+            ..into
+        }
+    }
+
+    /// A run directory's manifest for a generation of `kind` over `tasks`.
+    pub fn manifest(&self, kind: Kind, tasks: &TaskSelection, dataset: &Dataset) -> Manifest {
+        let mut manifest = Manifest::new(kind, self.identity(tasks.identity(dataset)));
+        manifest.model_access = Some(self.access.clone());
+        manifest
+    }
+}
+
+/// Generates into `run` and records the outcome, and how the model was reached this time, in
+/// its manifest.
+pub async fn generate(
+    run: &mut RunDir,
+    dataset: &Dataset,
+    chosen: &Chosen,
+    python: &Path,
+    listener: &mut dyn Listener,
+) -> Result<GenerationOutcome, PipelineError> {
+    let python = python.to_path_buf();
+    let sanitizer = tokio::task::spawn_blocking(move || Sanitizer::new(&python))
+        .await
+        .map_err(|e| PipelineError::Sanitizer(e.to_string()))?
+        .map_err(|e| PipelineError::Sanitizer(e.to_string()))?;
+    let generation = Generation {
+        dataset,
+        settings: &chosen.settings,
+        model: &chosen.model,
+        sanitizer: Arc::new(Mutex::new(sanitizer)),
+        concurrency: chosen.access.concurrency,
+    };
+    let outcome = generation.run(run, listener).await?;
+    let mut manifest = run.manifest()?;
+    manifest.model_access = Some(chosen.access.clone());
+    manifest.generation = Some(GenerationDone {
+        outcome: outcome.clone(),
+        finished_at: assay_records::now(),
+    });
+    run.update_manifest(&manifest)?;
+    Ok(outcome)
+}
+
+/// What `generate` asks for.
+pub struct GenerateRequest {
+    /// The tasks.
+    pub tasks: TaskSelection,
+    /// The model.
+    pub chosen: Chosen,
+    /// The run directory (none: the default name).
+    pub out: Option<PathBuf>,
+    /// The CPython 3.11 that checks syntax while sanitizing.
+    pub python: PathBuf,
+}
+
+/// What a generation came to, and where.
+pub struct GenerateReport {
+    /// The outcome.
+    pub outcome: GenerationOutcome,
+    /// The run directory.
+    pub dir: PathBuf,
+}
+
+/// `assay generate`: answers into a run directory of their own.
+pub async fn generate_only(
+    request: GenerateRequest,
+    listener: &mut dyn Listener,
+) -> Result<GenerateReport, PipelineError> {
+    let dataset = request.tasks.load()?;
+    let chosen = &request.chosen;
+    let out = request.out.clone().unwrap_or_else(|| {
+        request
+            .tasks
+            .default_dir(chosen.settings.split, &chosen.name)
+    });
+    let manifest = chosen.manifest(Kind::BigcodebenchGenerate, &request.tasks, &dataset);
+    let mut run = RunDir::open::<serde_json::Value>(&out, &manifest)?.dir;
+    let outcome = generate(&mut run, &dataset, chosen, &request.python, listener).await?;
+    Ok(GenerateReport {
+        outcome,
+        dir: run.path().to_path_buf(),
+    })
+}

@@ -1,0 +1,259 @@
+//! Judging settings and a started judge: the engine, its environment, and what every
+//! judging pipeline (eval, run, check) does with them.
+
+use std::path::{Path, PathBuf};
+
+use assay_eval::bigcodebench::evaluation::{check, Evaluation};
+use assay_eval::bigcodebench::ground_truth::References;
+use assay_eval::bigcodebench::options::{Options, STACK_BYTES};
+use assay_eval::bigcodebench::samples::Samples;
+use assay_eval::bigcodebench::verdict::Environment;
+use assay_eval::probe::missing_modules;
+use assay_records::{
+    EvalSummary, GroundTruthSummary, Identity, Listener, Manifest, RunEvent, SampleRecord, Split,
+    TimePolicy,
+};
+use assay_rundir::{Opened, RunDir};
+use assay_sandbox::{Engine, Limits};
+use assay_tasks::bigcodebench::Dataset;
+
+use crate::engine::{self, EngineSettings};
+use crate::error::PipelineError;
+
+/// How samples are judged: what `eval`, `run` and `check` share.
+#[derive(Debug, Clone)]
+pub struct JudgeSettings {
+    /// Run solutions behind the official calibration prefix.
+    pub calibrated: bool,
+    /// One time limit for every sample, in seconds; none: a budget per task
+    /// ([`TimePolicy::DEFAULT`]).
+    pub timeout: Option<f64>,
+    /// Memory limit per sample, in MiB.
+    pub memory_mib: u64,
+    /// Run under the official harness's process guards.
+    pub guards: bool,
+    /// How the sandbox runs.
+    pub engine: EngineSettings,
+}
+
+impl JudgeSettings {
+    /// The evaluation options for `split`, checked (before anything slow starts).
+    pub fn options(&self, split: Split) -> Result<Options, PipelineError> {
+        let time = match self.timeout {
+            None => TimePolicy::DEFAULT,
+            Some(seconds) if seconds.is_finite() && seconds > 0.0 => TimePolicy::Fixed { seconds },
+            Some(_) => {
+                return Err(PipelineError::Invalid(
+                    "--timeout must be a positive number of seconds".into(),
+                ))
+            }
+        };
+        if self.memory_mib < 64 {
+            return Err(PipelineError::Invalid(
+                "--memory must be at least 64 MiB".into(),
+            ));
+        }
+        Ok(Options {
+            split,
+            calibrated: self.calibrated,
+            limits: Limits {
+                memory_bytes: self.memory_mib << 20,
+                stack_bytes: Some(STACK_BYTES),
+                ..Limits::default()
+            },
+            time,
+            network: self.engine.network,
+            guards: self.guards,
+        })
+    }
+
+    /// Starts the engine in `env` to judge with `options`; `harness` (the run directory, the
+    /// samples file) stays hidden from jobs.
+    pub async fn start(
+        &self,
+        env: assay_pyenv::Environment,
+        options: Options,
+        harness: &[&Path],
+    ) -> Result<Judge, PipelineError> {
+        let engine = engine::start(&env, &self.engine, harness).await?;
+        Ok(Judge {
+            engine,
+            env,
+            options,
+            memory_mib: self.memory_mib,
+        })
+    }
+}
+
+/// A started engine and the settings samples are judged with.
+pub struct Judge {
+    engine: Engine,
+    env: assay_pyenv::Environment,
+    options: Options,
+    memory_mib: u64,
+}
+
+/// What judging a dataset needs besides the engine: what the environment lacks, and the
+/// reference runs.
+pub struct Prepared {
+    environment: Environment,
+    references: References,
+}
+
+/// One evaluation into an open run directory.
+pub struct Evaluate<'a> {
+    /// The tasks.
+    pub dataset: &'a Dataset,
+    /// The samples.
+    pub samples: &'a Samples,
+    /// The run directory.
+    pub run: &'a mut RunDir,
+    /// Its records from earlier sessions.
+    pub records: Vec<SampleRecord>,
+    /// The model's name in `pass_at_k.json`.
+    pub model: &'a str,
+    /// Samples the model never answered (task id, why).
+    pub unanswered: &'a [(String, String)],
+}
+
+impl Judge {
+    /// The settings that decide verdicts, added to a run's identity.
+    pub fn identity(&self, into: Identity) -> Identity {
+        Identity {
+            split: Some(self.options.split.as_str().to_string()),
+            calibrated: Some(self.options.calibrated),
+            time_policy: Some(self.options.time.clone()),
+            memory_mib: Some(self.memory_mib),
+            network: Some(self.options.network),
+            guards: Some(self.options.guards),
+            environment: Some(self.env.key()),
+            ..into
+        }
+    }
+
+    /// The environment's interpreter (the sanitizer checks syntax with it).
+    pub fn python(&self) -> PathBuf {
+        self.env.python()
+    }
+
+    /// Opens (or resumes) the run directory `out` for `manifest`, adding where code runs.
+    pub fn open(
+        &self,
+        out: &Path,
+        mut manifest: Manifest,
+        listener: &mut dyn Listener,
+    ) -> Result<Opened<SampleRecord>, PipelineError> {
+        manifest.python = Some(self.engine.python_version().to_string());
+        manifest.isolation = Some(self.engine.isolation().clone());
+        let opened = RunDir::open(out, &manifest)?;
+        if opened.resumed {
+            listener.on_event(&RunEvent::Notice {
+                message: format!(
+                    "resuming {} ({} samples already evaluated)",
+                    out.display(),
+                    opened.records.len()
+                ),
+            });
+        }
+        Ok(opened)
+    }
+
+    /// Probes what the environment lacks for `dataset` (said once, as a notice) and opens its
+    /// reference-run cache.
+    pub async fn prepare(
+        &self,
+        dataset: &Dataset,
+        listener: &mut dyn Listener,
+    ) -> Result<Prepared, PipelineError> {
+        let libraries = dataset
+            .tasks
+            .iter()
+            .flat_map(|t| t.libs.iter().map(String::as_str));
+        let environment = Environment {
+            missing_modules: missing_modules(&self.engine, libraries).await?,
+            network: self.options.network,
+        };
+        if !environment.missing_modules.is_empty() {
+            let missing: Vec<&str> = environment
+                .missing_modules
+                .iter()
+                .map(String::as_str)
+                .collect();
+            listener.on_event(&RunEvent::Notice {
+                message: format!(
+                    "not installed here, so tasks needing them are infra: {}",
+                    missing.join(", ")
+                ),
+            });
+        }
+        let references = References::open(
+            &assay_pyenv::cache_root()?,
+            dataset,
+            &self.env.key(),
+            self.options.network,
+            self.options.guards,
+        )?;
+        Ok(Prepared {
+            environment,
+            references,
+        })
+    }
+
+    /// Runs the reference solutions not measured yet (their times set the samples' time
+    /// limits): `assay check`, and `assay run` while the model answers.
+    pub async fn measure_references(
+        &self,
+        prepared: &mut Prepared,
+        dataset: &Dataset,
+        listener: &mut dyn Listener,
+    ) -> Result<GroundTruthSummary, PipelineError> {
+        Ok(check(
+            &self.engine,
+            dataset,
+            &prepared.environment,
+            &mut prepared.references,
+            listener,
+        )
+        .await?)
+    }
+
+    /// Judges the samples not judged yet, writes the official files and `summary.json`.
+    pub async fn evaluate(
+        &self,
+        prepared: Prepared,
+        job: Evaluate<'_>,
+        listener: &mut dyn Listener,
+    ) -> Result<EvalSummary, PipelineError> {
+        let Prepared {
+            environment,
+            mut references,
+        } = prepared;
+        let evaluation = Evaluation {
+            engine: &self.engine,
+            dataset: job.dataset,
+            samples: job.samples,
+            options: &self.options,
+            environment: &environment,
+            model: job.model,
+            unanswered: job.unanswered,
+        };
+        let summary = evaluation
+            .run(job.run, job.records, &mut references, listener)
+            .await?;
+        job.run.write_json(SUMMARY, &summary)?;
+        Ok(summary)
+    }
+
+    /// The engine (its isolation report, its Python).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The environment's key.
+    pub fn environment_key(&self) -> String {
+        self.env.key()
+    }
+}
+
+/// The run's summary file.
+pub const SUMMARY: &str = "summary.json";

@@ -1,0 +1,15 @@
+//! The pipelines assay runs, each with typed inputs and outputs: [`generate`] answers,
+//! [`eval`] judges a samples file, [`run`] does both into one directory, [`check`] runs the
+//! reference solutions. Each tells a [`Listener`](assay_records::Listener) what happens as
+//! it happens; the command line parses arguments into these requests, calls them and prints.
+
+pub mod check;
+pub mod engine;
+mod error;
+pub mod eval;
+pub mod generate;
+pub mod judge;
+pub mod run;
+pub mod selection;
+
+pub use error::PipelineError;

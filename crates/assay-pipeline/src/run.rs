@@ -1,0 +1,118 @@
+//! `run`: generate, then judge, into one run directory. The reference solutions run while
+//! the model answers.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use assay_eval::bigcodebench::samples;
+use assay_records::{EvalSummary, GenerationOutcome, Kind, Listener, RunEvent, Split};
+use assay_rundir::SAMPLES;
+
+use crate::error::PipelineError;
+use crate::generate::{generate, Chosen};
+use crate::judge::{Evaluate, JudgeSettings};
+use crate::selection::TaskSelection;
+
+/// What to run.
+pub struct RunRequest {
+    /// The tasks.
+    pub tasks: TaskSelection,
+    /// The model.
+    pub chosen: Chosen,
+    /// The run directory (none: the default name).
+    pub out: Option<PathBuf>,
+    /// How answers are judged.
+    pub judge: JudgeSettings,
+    /// The Python environment jobs run in, set up.
+    pub env: assay_pyenv::Environment,
+}
+
+/// What a run came to.
+pub struct RunReport {
+    /// The generation.
+    pub generation: GenerationOutcome,
+    /// The evaluation.
+    pub evaluation: EvalSummary,
+    /// The prompt style.
+    pub split: Split,
+    /// The run directory.
+    pub dir: PathBuf,
+}
+
+/// One listener heard by two tasks at once (the generation and the reference runs).
+struct Shared<'a, 'b, 'c>(&'a Mutex<&'b mut (dyn Listener + 'c)>);
+
+impl Listener for Shared<'_, '_, '_> {
+    fn on_event(&mut self, event: &RunEvent) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .on_event(event);
+    }
+}
+
+/// Generates, then evaluates, telling `listener` as it goes.
+pub async fn run(
+    request: RunRequest,
+    listener: &mut dyn Listener,
+) -> Result<RunReport, PipelineError> {
+    let chosen = &request.chosen;
+    let split = chosen.settings.split;
+    let options = request.judge.options(split)?;
+    let dataset = request.tasks.load()?;
+    let out = request
+        .out
+        .clone()
+        .unwrap_or_else(|| request.tasks.default_dir(split, &chosen.name));
+    let judge = request.judge.start(request.env, options, &[&out]).await?;
+    let mut manifest = chosen.manifest(Kind::BigcodebenchRun, &request.tasks, &dataset);
+    manifest.identity = judge.identity(manifest.identity);
+    // It continues a directory `assay generate` made with the same settings.
+    manifest.extends = vec![Kind::BigcodebenchGenerate];
+    let opened = judge.open(&out, manifest, listener)?;
+    let mut run = opened.dir;
+    let mut prepared = judge.prepare(&dataset, listener).await?;
+    let python = judge.python();
+    let outcome = {
+        let shared = Mutex::new(&mut *listener);
+        let (mut answers, mut references) = (Shared(&shared), Shared(&shared));
+        let (outcome, _) = tokio::try_join!(
+            generate(&mut run, &dataset, chosen, &python, &mut answers),
+            judge.measure_references(&mut prepared, &dataset, &mut references),
+        )?;
+        outcome
+    };
+    if outcome.samples == 0 {
+        return Err(PipelineError::Invalid(
+            "the model answered no task, so there is nothing to evaluate; rerun the same command \
+             to ask again"
+                .into(),
+        ));
+    }
+    let samples = samples::load(&run.path().join(SAMPLES), &dataset)?;
+    let unanswered: Vec<(String, String)> = outcome
+        .unanswered
+        .iter()
+        .flat_map(|u| (0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())))
+        .collect();
+    let evaluation = judge
+        .evaluate(
+            prepared,
+            Evaluate {
+                dataset: &dataset,
+                samples: &samples,
+                run: &mut run,
+                records: opened.records,
+                model: &chosen.name,
+                unanswered: &unanswered,
+            },
+            listener,
+        )
+        .await?;
+    Ok(RunReport {
+        generation: outcome,
+        evaluation,
+        split,
+        dir: run.path().to_path_buf(),
+    })
+}

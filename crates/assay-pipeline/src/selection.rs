@@ -1,0 +1,77 @@
+//! Which tasks a run covers: the benchmark, its data, and optionally some task ids.
+
+use std::path::PathBuf;
+
+use assay_records::{Identity, Split};
+use assay_tasks::bigcodebench::{Dataset, Subset};
+
+use crate::error::PipelineError;
+
+/// Which tasks: the benchmark, its data version or file, and optionally some task ids.
+#[derive(Debug, Clone)]
+pub struct TaskSelection {
+    /// All tasks or the Hard subset.
+    pub subset: Subset,
+    /// An embedded dataset version.
+    pub version: String,
+    /// A dataset file in the Hugging Face schema instead of an embedded version.
+    pub dataset: Option<PathBuf>,
+    /// Only these task ids (empty: all).
+    pub tasks: Vec<String>,
+}
+
+impl TaskSelection {
+    /// `bigcodebench` or `bigcodebench-hard`.
+    pub fn benchmark(&self) -> &'static str {
+        match self.subset {
+            Subset::Full => "bigcodebench",
+            Subset::Hard => "bigcodebench-hard",
+        }
+    }
+
+    /// The tasks.
+    pub fn load(&self) -> Result<Dataset, PipelineError> {
+        let mut dataset = match &self.dataset {
+            Some(path) => Dataset::from_file(path, self.subset)?,
+            None => Dataset::embedded(&self.version, self.subset)?,
+        };
+        if !self.tasks.is_empty() {
+            let ids: Vec<String> = self.tasks.iter().map(|t| t.trim().to_string()).collect();
+            dataset.select(&ids)?;
+        }
+        Ok(dataset)
+    }
+
+    /// The selection as part of a run's identity: what decides which tasks a run has.
+    pub fn identity(&self, dataset: &Dataset) -> Identity {
+        Identity {
+            benchmark: Some(self.benchmark().to_string()),
+            dataset: Some(self.source()),
+            dataset_digest: Some(dataset.digest.clone()),
+            tasks: Some(self.tasks.clone()),
+            ..Identity::default()
+        }
+    }
+
+    /// The version, or the dataset file, as run directories and summaries name it.
+    pub fn source(&self) -> String {
+        match &self.dataset {
+            Some(path) => path.display().to_string(),
+            None => self.version.clone(),
+        }
+    }
+
+    /// The default run directory of this selection in `split` by `model`:
+    /// `runs/<benchmark>-<version>-<split>-<model>`.
+    pub fn default_dir(&self, split: Split, model: &str) -> PathBuf {
+        let version = match self.dataset {
+            Some(_) => "custom",
+            None => self.version.as_str(),
+        };
+        PathBuf::from("runs").join(format!(
+            "{}-{version}-{}-{model}",
+            self.benchmark(),
+            split.as_str(),
+        ))
+    }
+}

@@ -1,0 +1,78 @@
+//! The run-event stream: what pipelines say as they go. Progress displays, the run
+//! directory's journals and, later, viewers and shard merging all read the same events.
+
+use serde::{Deserialize, Serialize};
+
+use crate::generation::{GenerationOutcome, GenerationRecord};
+use crate::sample::SampleRecord;
+
+/// One thing that happened in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum RunEvent {
+    /// Something a person running assay should read (a resumed directory, modules missing
+    /// here).
+    Notice {
+        /// The message.
+        message: String,
+    },
+    /// A generation starts: `samples` wanted, `done` of them answered by an earlier session.
+    GenerationStarted {
+        /// Answers wanted in all.
+        samples: usize,
+        /// Answers already there.
+        done: usize,
+    },
+    /// Requests now waiting for the model.
+    InFlight {
+        /// How many.
+        requests: usize,
+    },
+    /// A request ended, answered or failed for good (`generation.jsonl` keeps it).
+    Answered {
+        /// Its record.
+        record: Box<GenerationRecord>,
+    },
+    /// The generation ended, `samples.jsonl` written.
+    GenerationFinished {
+        /// What it came to.
+        outcome: GenerationOutcome,
+    },
+    /// Judging starts: `samples` in all, `done` judged by an earlier session, and
+    /// `references` reference solutions to run on the way.
+    JudgingStarted {
+        /// Samples in all.
+        samples: usize,
+        /// Samples already judged.
+        done: usize,
+        /// Reference runs to come.
+        references: usize,
+    },
+    /// A sample got its verdict (`results.jsonl` keeps it).
+    SampleJudged {
+        /// Its record.
+        record: Box<SampleRecord>,
+    },
+    /// A reference solution got its verdict (the ground-truth cache keeps it).
+    ReferenceJudged {
+        /// Its record.
+        record: Box<SampleRecord>,
+    },
+    /// Judging ended.
+    JudgingFinished,
+}
+
+/// Hears a run's events as they happen: a progress display, a viewer, a shard's
+/// coordinator. Journals are written before listeners hear a record's event, so whatever a
+/// listener sees is already on disk.
+pub trait Listener: Send {
+    /// One event.
+    fn on_event(&mut self, event: &RunEvent);
+}
+
+/// A listener that ignores everything (`--json` runs, tests).
+pub struct Silent;
+
+impl Listener for Silent {
+    fn on_event(&mut self, _: &RunEvent) {}
+}

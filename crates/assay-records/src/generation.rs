@@ -1,0 +1,127 @@
+//! A generation's records: one line of `generation.jsonl` per request, and what the answers
+//! came to.
+
+use serde::{Deserialize, Serialize};
+
+/// The prompt style a model answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    /// The function signature and its docstring, to be completed.
+    Complete,
+    /// A natural-language instruction.
+    Instruct,
+}
+
+impl Split {
+    /// The name files and options use.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Split::Complete => "complete",
+            Split::Instruct => "instruct",
+        }
+    }
+}
+
+/// How answers are sampled; part of a run's identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationSettings {
+    /// The prompt style.
+    pub split: Split,
+    /// Answers per task.
+    pub n: u32,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Not sent when `None` (greedy decoding ignores it).
+    pub top_p: Option<f64>,
+    /// Token limit per answer.
+    pub max_tokens: u32,
+}
+
+/// Tokens billed, summed over the HTTP calls that produced an answer.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TokenUsage {
+    /// Tokens of the prompts.
+    pub prompt_tokens: u64,
+    /// Tokens of the answers.
+    pub completion_tokens: u64,
+}
+
+impl std::ops::AddAssign<&TokenUsage> for TokenUsage {
+    fn add_assign(&mut self, other: &TokenUsage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+/// One line of `generation.jsonl`: a request that was answered, or failed for good.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationRecord {
+    /// The task asked.
+    pub task_id: String,
+    /// The model's texts (for a base model: the prompt plus its continuation), as the
+    /// official `raw_solution`.
+    pub raw: Vec<String>,
+    /// Each text sanitized, the official `solution`.
+    pub solutions: Vec<String>,
+    /// Per text, as the provider reported it (`stop`, `length`...).
+    pub finish_reasons: Vec<Option<String>>,
+    /// Tokens billed for the request.
+    pub usage: TokenUsage,
+    /// From the first attempt to the answer.
+    pub latency_seconds: f64,
+    /// HTTP attempts made.
+    pub attempts: u32,
+    /// Why the request failed for good (then `raw` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Answers the request asked for (a server ignoring `n` gives fewer).
+    #[serde(default)]
+    pub wanted: u32,
+}
+
+/// Samples a task still lacks after a generation, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unanswered {
+    /// The task.
+    pub task_id: String,
+    /// Answers it lacks.
+    pub samples: u32,
+    /// The last request's error.
+    pub reason: String,
+}
+
+/// What the answers cost, over every answered request of the run (earlier sessions too).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GenerationTotals {
+    /// Answered requests.
+    pub requests: usize,
+    /// Answers received.
+    pub samples: usize,
+    /// Tokens billed.
+    pub usage: TokenUsage,
+    /// Requests that needed more than one attempt.
+    pub retried_requests: usize,
+    /// Attempts beyond the first, over all requests.
+    pub retries: u64,
+    /// Mean request latency.
+    pub latency_mean_seconds: f64,
+    /// Slowest request.
+    pub latency_max_seconds: f64,
+    /// Answers that hit the token limit: likely cut mid-program.
+    pub cut_short: usize,
+    /// Answers with no text at all (a refusal, a content filter, a reasoning model that spent
+    /// its budget thinking): scored as they are, as officially, but worth knowing.
+    pub empty: usize,
+}
+
+/// What a generation came to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationOutcome {
+    /// Rows written to `samples.jsonl`.
+    pub samples: usize,
+    /// Tasks that lack answers.
+    pub unanswered: Vec<Unanswered>,
+    /// What the answers cost.
+    pub totals: GenerationTotals,
+}

@@ -1,0 +1,31 @@
+//! What assay writes and reads back, as types: the records of a run directory
+//! (`docs/run-directory.md`), the run-event stream pipelines emit, and the vocabulary of a
+//! job's outcome they share with the sandbox.
+//!
+//! Serde only, no I/O: a report, a viewer or a shard merger reads a run directory with this
+//! crate alone.
+
+pub mod event;
+pub mod generation;
+pub mod ground_truth;
+pub mod isolation;
+pub mod manifest;
+pub mod outcome;
+pub mod sample;
+pub mod summary;
+pub mod time_policy;
+pub mod verdict;
+
+pub use event::{Listener, RunEvent, Silent};
+pub use generation::{
+    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Split, TokenUsage,
+    Unanswered,
+};
+pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
+pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
+pub use manifest::{now, GenerationDone, Identity, Kind, Manifest, ModelAccess, SCHEMA};
+pub use outcome::{Captured, Status, TestOutcome, TestResult};
+pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
+pub use summary::{CheckSummary, EvalSummary, Scores, Slow};
+pub use time_policy::TimePolicy;
+pub use verdict::{InfraCause, Official, OfficialStatus};

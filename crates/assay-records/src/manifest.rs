@@ -1,0 +1,187 @@
+//! `manifest.json`: what a run directory holds and the settings that decide its results.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::generation::{GenerationOutcome, GenerationSettings};
+use crate::isolation::IsolationReport;
+use crate::time_policy::TimePolicy;
+
+/// The run-directory layout this assay writes (`docs/run-directory.md`). A directory written
+/// with a newer schema is refused rather than misread.
+pub const SCHEMA: u32 = 1;
+
+/// What made a run directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// `assay generate`: answers only.
+    BigcodebenchGenerate,
+    /// `assay eval`: a samples file judged.
+    BigcodebenchEval,
+    /// `assay run`: answers, then judged.
+    BigcodebenchRun,
+    /// `assay check --out`: the reference solutions judged.
+    BigcodebenchCheck,
+    /// The reference-run cache shared by every evaluation of a dataset.
+    BigcodebenchGroundTruth,
+}
+
+/// The settings that decide a run's results: a rerun with the same identity resumes the
+/// directory, a different one is refused naming the first difference. Each kind of run sets
+/// the fields that matter to it; the others stay absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Identity {
+    /// `bigcodebench` or `bigcodebench-hard`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub benchmark: Option<String>,
+    /// The dataset version, or the dataset file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// Digest of the tasks' content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_digest: Option<String>,
+    /// The task ids chosen (empty: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Vec<String>>,
+    /// The answering model: `reference` or `provider:model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Whether a base model continued the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_completion: Option<bool>,
+    /// How answers were sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<GenerationSettings>,
+    /// The prompt templates' version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The prompt style judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
+    /// Whether solutions got the official calibration prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrated: Option<bool>,
+    /// How long each sample may run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_policy: Option<TimePolicy>,
+    /// Memory limit per sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u64>,
+    /// Whether jobs had the network.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<bool>,
+    /// Whether jobs ran under the official process guards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guards: Option<bool>,
+    /// The Python environment's key (profile and pins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+    /// Digest of the samples file judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples_digest: Option<String>,
+    /// A reference run's time limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<u64>,
+    /// A reference run's memory limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// A reference run's process cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+}
+
+/// How the model was reached (not identity: the same model may move servers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelAccess {
+    /// The server, without credentials; none for `reference`.
+    pub base_url: Option<String>,
+    /// Requests in flight at most.
+    pub concurrency: usize,
+    /// Seconds one HTTP attempt may take.
+    pub request_timeout_seconds: f64,
+    /// Attempts after the first.
+    pub retries: u32,
+}
+
+/// What a generation came to, as the manifest keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationDone {
+    /// The outcome.
+    #[serde(flatten)]
+    pub outcome: GenerationOutcome,
+    /// Unix seconds when it ended.
+    pub finished_at: u64,
+}
+
+/// `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The layout version ([`SCHEMA`]); manifests from before it was written are schema 1.
+    #[serde(default = "first_schema")]
+    pub schema: u32,
+    /// The assay that made the directory.
+    pub assay_version: String,
+    /// What made it.
+    pub kind: Kind,
+    /// Kinds of run this one continues when their identity is part of this one's (a run
+    /// continuing a generation).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extends: Vec<Kind>,
+    /// The settings that decide the results.
+    pub identity: Identity,
+    /// Unix seconds when the run started (the official results' `date`).
+    pub started_at: u64,
+    /// The samples file judged (`eval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<PathBuf>,
+    /// The dataset's source (the ground-truth cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    /// How the model was reached this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_access: Option<ModelAccess>,
+    /// What the generation came to, once it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<GenerationDone>,
+    /// The sandbox's Python version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// The isolation the sandbox reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<IsolationReport>,
+}
+
+fn first_schema() -> u32 {
+    1
+}
+
+impl Manifest {
+    /// A new run's manifest, started now.
+    pub fn new(kind: Kind, identity: Identity) -> Manifest {
+        Manifest {
+            schema: SCHEMA,
+            assay_version: env!("CARGO_PKG_VERSION").to_string(),
+            kind,
+            extends: Vec::new(),
+            identity,
+            started_at: now(),
+            samples: None,
+            dataset: None,
+            model_access: None,
+            generation: None,
+            python: None,
+            isolation: None,
+        }
+    }
+}
+
+/// Unix seconds now.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

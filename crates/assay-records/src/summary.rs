@@ -1,0 +1,77 @@
+//! `summary.json`: what a judging run, or a check of the reference solutions, came to.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ground_truth::GroundTruthSummary;
+use crate::isolation::IsolationReport;
+use crate::time_policy::TimePolicy;
+
+/// pass@k two ways, and what each counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    /// The headline: over the tasks judged, `infra` samples left out (the environment, not the
+    /// model, decided them).
+    pub pass_at_k: BTreeMap<String, f64>,
+    /// Tasks with at least one sample that got a verdict.
+    pub tasks_judged: usize,
+    /// Tasks with samples of which none got a verdict: every one was `infra`.
+    pub tasks_set_apart: Vec<String>,
+    /// Samples left out as `infra`, in all tasks.
+    pub samples_set_apart: usize,
+    /// Every sample counted, `infra` as a failure, over every task with samples: what the
+    /// official harness, which knows no `infra`, would print on this machine.
+    pub pass_at_k_infra_as_fail: BTreeMap<String, f64>,
+}
+
+/// One of the slowest samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Slow(pub String, pub f64, pub String);
+
+/// What an evaluation came to (`summary.json` of `eval` and `run`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalSummary {
+    /// The figures.
+    #[serde(flatten)]
+    pub scores: Scores,
+    /// Tasks in the dataset (or the selection).
+    pub tasks_in_dataset: usize,
+    /// Tasks without any sample in the file.
+    pub tasks_missing: Vec<String>,
+    /// Samples judged, unanswered ones included.
+    pub samples: usize,
+    /// Samples per assay status.
+    pub statuses: BTreeMap<String, usize>,
+    /// Samples per official status.
+    pub official: BTreeMap<String, usize>,
+    /// Samples the environment decided, by task, with the cause.
+    pub infra: BTreeMap<String, String>,
+    /// The slowest samples: (task, seconds, status).
+    pub slowest: Vec<Slow>,
+    /// The reference solutions here.
+    pub ground_truth: GroundTruthSummary,
+    /// How long samples could run.
+    pub time_policy: TimePolicy,
+    /// Seconds this session took.
+    pub wall_seconds: f64,
+}
+
+/// What a check of the reference solutions came to (`assay check`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckSummary {
+    /// `bigcodebench` or `bigcodebench-hard`.
+    pub benchmark: String,
+    /// The dataset version or file.
+    pub dataset: String,
+    /// The Python environment's key.
+    pub environment: String,
+    /// The isolation the sandbox reached.
+    pub isolation: IsolationReport,
+    /// Tasks checked.
+    pub tasks: usize,
+    /// The official figures and the cache.
+    pub ground_truth: GroundTruthSummary,
+    /// Seconds it took.
+    pub wall_seconds: f64,
+}

@@ -1,0 +1,99 @@
+//! How long a sample may run: one limit for all, or a budget from its task's reference.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ground_truth::ReferenceResult;
+use crate::outcome::Status;
+
+/// How long a sample may run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimePolicy {
+    /// The same limit for every task (`--timeout`; the official harness waits 240 s).
+    Fixed {
+        /// The limit.
+        seconds: f64,
+    },
+    /// A budget per task from how long its reference solution takes here: `factor` times
+    /// that, at least `floor_seconds`, at most `cap_seconds`. A task whose reference hangs
+    /// (times out even at the cap) gets the floor: samples that pass it do so quickly, and
+    /// those that hang like the reference would otherwise hold the end of every run for the
+    /// cap. Tasks whose reference fails or was not judged get the cap.
+    Budget {
+        /// The least any task gets.
+        floor_seconds: f64,
+        /// Times the reference's time.
+        factor: f64,
+        /// The most any task gets.
+        cap_seconds: f64,
+    },
+}
+
+impl TimePolicy {
+    /// assay's default, chosen on the official runs (docs/parity.md): their slowest passing
+    /// sample takes 30 s where the reference takes 0.3 s (RSA key generation), so the floor
+    /// keeps twice that; a hung sample still ends four times sooner than at 240 s.
+    pub const DEFAULT: TimePolicy = TimePolicy::Budget {
+        floor_seconds: 60.0,
+        factor: 5.0,
+        cap_seconds: 240.0,
+    };
+
+    /// The limit of a task whose reference run is `reference` (none: not measured).
+    pub fn limit(&self, reference: Option<&ReferenceResult>) -> Duration {
+        let seconds = match *self {
+            TimePolicy::Fixed { seconds } => seconds,
+            TimePolicy::Budget {
+                floor_seconds,
+                factor,
+                cap_seconds,
+            } => match reference {
+                Some(r) if r.passed() => (r.seconds * factor).clamp(floor_seconds, cap_seconds),
+                Some(r) if r.status == Status::Timeout => floor_seconds,
+                _ => cap_seconds,
+            },
+        };
+        Duration::from_secs_f64(seconds)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(status: Status, seconds: f64) -> ReferenceResult {
+        ReferenceResult {
+            status,
+            seconds,
+            reason: format!("{status}"),
+            processes_peak: None,
+        }
+    }
+
+    #[test]
+    fn budgets_follow_the_reference_within_floor_and_cap() {
+        let policy = TimePolicy::Budget {
+            floor_seconds: 10.0,
+            factor: 5.0,
+            cap_seconds: 240.0,
+        };
+        let secs = |r: Option<ReferenceResult>| policy.limit(r.as_ref()).as_secs_f64();
+        assert_eq!(secs(Some(reference(Status::Pass, 0.1))), 10.0);
+        assert_eq!(secs(Some(reference(Status::Pass, 4.0))), 20.0);
+        assert_eq!(secs(Some(reference(Status::Pass, 100.0))), 240.0);
+        // A reference that fails or was never measured says nothing: the official limit.
+        assert_eq!(secs(Some(reference(Status::Fail, 0.1))), 240.0);
+        assert_eq!(secs(None), 240.0);
+        // A reference that hangs: whatever passes, passes fast.
+        assert_eq!(secs(Some(reference(Status::Timeout, 240.0))), 10.0);
+        let fixed = TimePolicy::Fixed { seconds: 3.0 };
+        assert_eq!(
+            fixed
+                .limit(Some(&reference(Status::Pass, 100.0)))
+                .as_secs_f64(),
+            3.0
+        );
+    }
+}
