@@ -276,3 +276,66 @@ impl Aftermath {
         })
     }
 }
+
+/// How a job's end reads, before its kind looks at the report: the one reading unittest jobs,
+/// scripts and session cells share.
+pub(crate) enum Ending<'a> {
+    /// The awaited report arrived, and no limit overrides it.
+    Reported(&'a Value),
+    /// The clock, a limit, the worker or the harness decided the status.
+    Decided(crate::Status, String),
+    /// The process ended without its report (what the code did is unknown): why.
+    Unreported(String),
+}
+
+/// Reads `end`: `reported` says whether a final frame is the awaited report (a harness
+/// failure frame is not); `started` whether the untrusted code had started (a job that could
+/// not be prepared before it did is the harness's failure, `infra`).
+pub(crate) fn ending<'a>(
+    end: &'a End,
+    aftermath: &Aftermath,
+    limits: &Limits,
+    started: bool,
+    reported: impl Fn(&Value) -> bool,
+) -> Ending<'a> {
+    if matches!(end, End::Deadline) {
+        let reason = format!(
+            "the wall-clock limit of {} s was reached",
+            limits.wall.as_secs_f64()
+        );
+        return Ending::Decided(crate::Status::Timeout, reason);
+    }
+    let report = match end {
+        End::Final(frame) if reported(frame) => Some(frame),
+        _ => None,
+    };
+    if report.is_none() {
+        if let Some(reason) = aftermath.worker_died() {
+            let reason = format!("the worker died during the job: {reason}");
+            return Ending::Decided(crate::Status::Infra, reason);
+        }
+    }
+    if let Some((status, reason)) = aftermath.limit_hit(limits, false) {
+        if report.is_none() || status == crate::Status::Oom {
+            return Ending::Decided(status, reason);
+        }
+    }
+    if let Some(report) = report {
+        return Ending::Reported(report);
+    }
+    Ending::Unreported(match end {
+        End::Final(frame) => {
+            let error = frame["error"].as_str().unwrap_or_default();
+            if frame["stage"] == "prepare" && !started {
+                let reason = format!("the job could not be prepared: {error}");
+                return Ending::Decided(crate::Status::Infra, reason);
+            }
+            format!("the harness inside the sandbox failed: {error}")
+        }
+        End::Garbled(e) => format!("its results were garbled ({e})"),
+        _ => match aftermath.exit() {
+            Some(exit) => format!("the process {}", exit.describe()),
+            None => "the process ended without the worker confirming how".into(),
+        },
+    })
+}

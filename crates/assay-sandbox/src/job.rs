@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::{IsolationMode, Limits};
 use crate::declared::declared_tests;
-use crate::drive::{finish, run_until, settle, Aftermath, End, Streams};
+use crate::drive::{ending, finish, run_until, settle, Aftermath, End, Ending, Streams};
 use crate::engine::{Engine, Inner};
 use crate::outcome::{PyError, ScriptOutcome, UnittestOutcome, Usage};
 use crate::sandbox::{Sandbox, Workspace};
@@ -24,7 +24,9 @@ use assay_records::{Status, TestOutcome, TestResult};
 /// Source code and its `unittest` tests, run together in one module, as BigCodeBench does.
 #[derive(Debug, Clone)]
 pub struct UnittestJob {
+    /// The code under test.
     pub code: String,
+    /// Its tests: the source of a `unittest.TestCase` subclass.
     pub test: String,
     /// The `unittest.TestCase` subclass to run. Default `TestCases`.
     pub test_class: String,
@@ -39,6 +41,7 @@ pub struct UnittestJob {
 }
 
 impl UnittestJob {
+    /// `code` against `test`'s `TestCases`, with the engine's limits and the official guards.
     pub fn new(code: impl Into<String>, test: impl Into<String>) -> Self {
         UnittestJob {
             code: code.into(),
@@ -56,24 +59,31 @@ impl UnittestJob {
 pub struct InputFile {
     /// Relative to the working directory; plain components only (no `..`, no leading `/`).
     pub path: String,
+    /// Its content.
     pub data: Vec<u8>,
 }
 
 /// Code run as `__main__` in a working directory, like `python main.py ARGS`.
 #[derive(Debug, Clone)]
 pub struct ScriptJob {
+    /// The script.
     pub code: String,
+    /// Its arguments (`sys.argv[1:]`).
     pub argv: Vec<String>,
+    /// Files placed in the working directory first.
     pub files: Vec<InputFile>,
     /// The working directory's name inside the workspace. Default `work`.
     pub workdir: String,
+    /// `None`: the engine's default limits.
     pub limits: Option<Limits>,
+    /// Extra environment variables.
     pub env: BTreeMap<String, String>,
     /// Read back the files left in the working directory. Default `true`.
     pub collect_files: bool,
 }
 
 impl ScriptJob {
+    /// `code` in a working directory `work`, with the engine's limits.
     pub fn new(code: impl Into<String>) -> Self {
         ScriptJob {
             code: code.into(),
@@ -165,21 +175,9 @@ fn pairs(value: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-fn secs(d: Duration) -> String {
-    format!("{} s", d.as_secs_f64())
-}
-
-/// The job process is gone, so what happened must be read off how it went.
-fn died(aftermath: &Aftermath) -> String {
-    match aftermath.exit() {
-        Some(exit) => exit.describe(),
-        None => "ended without the worker confirming how".into(),
-    }
-}
-
 /// What the unittest job's frames said.
 #[derive(Default)]
-struct Progress {
+struct TestLog {
     /// The tests the test source declares, read outside the sandbox (`None`: not readable).
     declared: Option<Vec<String>>,
     loaded: Option<Vec<String>>,
@@ -189,7 +187,7 @@ struct Progress {
     fixture_skipped: bool,
 }
 
-impl Progress {
+impl TestLog {
     fn observe(&mut self, frame: &Value) -> bool {
         match frame["ev"].as_str() {
             Some("loaded") => {
@@ -312,7 +310,7 @@ impl Progress {
 
 /// Everything a unittest verdict is derived from.
 struct UnittestRun {
-    progress: Progress,
+    progress: TestLog,
     end: End,
     aftermath: Aftermath,
     limits: Limits,
@@ -330,56 +328,28 @@ impl UnittestRun {
             started,
         } = self;
         let mut parts = UnittestParts::default();
-        let timed_out = matches!(end, End::Deadline);
-        if timed_out {
-            let reason = format!("the wall-clock limit of {} was reached", secs(limits.wall));
-            let tests = progress.all_tests(Some(&reason));
-            return (Status::Timeout, reason, tests, parts);
-        }
-        let done = match &end {
-            End::Final(frame) if frame["ev"] == "done" => Some(frame),
-            _ => None,
-        };
-        if done.is_none() {
-            if let Some(reason) = aftermath.worker_died() {
-                let reason = format!("the worker died during the job: {reason}");
-                return (Status::Infra, reason, progress.all_tests(None), parts);
-            }
-        }
-        if let Some((status, reason)) = aftermath.limit_hit(&limits, false) {
-            if done.is_none() || status == Status::Oom {
-                let tests = progress.all_tests(Some(&reason));
+        let done = match ending(&end, &aftermath, &limits, started, |f| f["ev"] == "done") {
+            Ending::Reported(done) => done,
+            Ending::Decided(status, reason) => {
+                // A test was running when the clock or a limit stopped it; an `infra` end
+                // says nothing about the tests.
+                let crashed = (status != Status::Infra).then_some(reason.as_str());
+                let tests = progress.all_tests(crashed);
                 return (status, reason, tests, parts);
             }
-        }
-        let Some(done) = done else {
-            let cause = match &end {
-                End::Final(frame) => {
-                    let error = frame["error"].as_str().unwrap_or_default();
-                    if frame["stage"] == "prepare" && !started {
-                        let reason = format!("the job could not be prepared: {error}");
-                        return (Status::Infra, reason, progress.all_tests(None), parts);
+            Ending::Unreported(cause) => {
+                return match &progress.loaded {
+                    Some(_) => {
+                        let reason = format!("a test did not finish: {cause}");
+                        let tests = progress.all_tests(Some(&reason));
+                        (Status::Fail, reason, tests, parts)
                     }
-                    format!("the harness inside the sandbox failed: {error}")
-                }
-                End::Garbled(e) => format!("its results were garbled ({e})"),
-                _ => format!("the process {}", died(&aftermath)),
-            };
-            return match &progress.loaded {
-                Some(_) => {
-                    let reason = format!("a test did not finish: {cause}");
-                    (
-                        Status::Fail,
-                        reason.clone(),
-                        progress.all_tests(Some(&reason)),
-                        parts,
-                    )
-                }
-                None => {
-                    let reason = format!("the code did not reach its tests: {cause}");
-                    (Status::Error, reason, progress.all_tests(None), parts)
-                }
-            };
+                    None => {
+                        let reason = format!("the code did not reach its tests: {cause}");
+                        (Status::Error, reason, progress.all_tests(None), parts)
+                    }
+                };
+            }
         };
         parts.tampered = done["tampered"]
             .as_array()
@@ -652,9 +622,9 @@ impl Engine {
             "test_class": job.test_class,
             "guards": job.guards,
         });
-        let mut progress = Progress {
+        let mut progress = TestLog {
             declared: declared_tests(&job.test, &job.test_class),
-            ..Progress::default()
+            ..TestLog::default()
         };
         let ran = inner
             .run_job("unittest", None, &job.env, &limits, fields, |frame| {
@@ -769,49 +739,16 @@ fn script_verdict(
     aftermath: &Aftermath,
     limits: &Limits,
 ) -> ScriptOutcome {
-    if matches!(end, End::Deadline) {
-        let reason = format!("the wall-clock limit of {} was reached", secs(limits.wall));
-        return script_outcome(Status::Timeout, reason);
-    }
-    let done = match end {
-        End::Final(frame) => Some(frame),
-        _ => None,
-    };
-    if done.is_none() {
-        if let Some(reason) = aftermath.worker_died() {
-            let reason = format!("the worker died during the job: {reason}");
-            return script_outcome(Status::Infra, reason);
+    let done = match ending(end, aftermath, limits, started, |f| f["ev"] == "done") {
+        Ending::Reported(done) => done,
+        Ending::Decided(status, reason) => return script_outcome(status, reason),
+        Ending::Unreported(cause) => {
+            let reason = format!("the script did not finish: {cause}");
+            let mut outcome = script_outcome(Status::Error, reason);
+            outcome.exit_code = aftermath.exit().and_then(|e| e.code());
+            return outcome;
         }
-    }
-    if let Some((status, reason)) = aftermath.limit_hit(limits, false) {
-        if done.is_none() || status == Status::Oom {
-            return script_outcome(status, reason);
-        }
-    }
-    let Some(done) = done else {
-        let cause = match &end {
-            End::Garbled(e) => format!("its results were garbled ({e})"),
-            _ => format!("the process {}", died(aftermath)),
-        };
-        let mut outcome =
-            script_outcome(Status::Error, format!("the script did not finish: {cause}"));
-        outcome.exit_code = aftermath.exit().and_then(|e| e.code());
-        return outcome;
     };
-    if done["ev"] == "internal_error" {
-        let error = done["error"].as_str().unwrap_or_default();
-        return if done["stage"] == "prepare" && !started {
-            script_outcome(
-                Status::Infra,
-                format!("the job could not be prepared: {error}"),
-            )
-        } else {
-            script_outcome(
-                Status::Error,
-                format!("the harness inside the sandbox failed: {error}"),
-            )
-        };
-    }
     let exit_code = done["exit_code"].as_i64().unwrap_or(1) as i32;
     let error = py_error(&done["error"]);
     let (status, reason) = match (&error, exit_code) {

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::Limits;
-use crate::drive::{finish, run_until, End, Streams};
+use crate::drive::{ending, finish, run_until, End, Ending, Streams};
 use crate::engine::{Engine, Inner};
 use crate::job::{encode_files, InputFile};
 use crate::outcome::{ExecOutcome, OutputFile, PyError};
@@ -35,6 +35,7 @@ pub struct SessionSpec {
     pub files: Vec<InputFile>,
     /// The working directory's name inside the workspace. Default `work`.
     pub workdir: String,
+    /// Extra environment variables.
     pub env: BTreeMap<String, String>,
     /// `wall` and `cpu` apply to each cell; the rest to the session's process tree.
     /// `None`: the engine's default limits.
@@ -268,17 +269,13 @@ impl Session {
                     timeout_reason()
                 ),
             )
-        } else if let Some(reason) = aftermath.worker_died() {
-            (Status::Infra, format!("the worker died: {reason}"))
-        } else if let Some(hit) = aftermath.limit_hit(&self.limits, false) {
-            hit
         } else {
-            let how = match (&end, aftermath.exit()) {
-                (End::Garbled(e), _) => format!("its results were garbled ({e})"),
-                (_, Some(exit)) => exit.describe(),
-                _ => "it ended".into(),
-            };
-            (Status::Error, format!("the session's process died: {how}"))
+            match ending(&end, &aftermath, &self.limits, true, |_| false) {
+                Ending::Decided(status, reason) => (status, reason),
+                Ending::Unreported(cause) => (Status::Error, format!("the session ended: {cause}")),
+                // No frame counts as a report here: a cell's answer returned above.
+                Ending::Reported(_) => (Status::Error, "the session ended".into()),
+            }
         };
         let mut outcome = exec_outcome(status, reason.clone(), false);
         outcome.stdout = streams.out.take();
