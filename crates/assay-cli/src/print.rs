@@ -100,7 +100,7 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
 /// Prints what a generation came to.
 pub fn generation(outcome: &GenerationOutcome) {
     let t = &outcome.totals;
-    eprintln!(
+    println!(
         "generated {} samples ({} requests, {} retried; tokens: {} prompt, {} completion; \
          latency mean {:.1} s, max {:.1} s)",
         outcome.samples,

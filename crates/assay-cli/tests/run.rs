@@ -322,6 +322,23 @@ fn without_a_model_the_reference_solutions_check_the_pipeline() {
         "{stderr}"
     );
     assert!(stdout.contains("pass@1: 1.0000"), "{stdout}");
+    // stderr is a pipe, not a terminal: progress comes as lines, each phase's last one whole.
+    assert!(stderr.contains("assay: answered 2/2 ("), "{stderr}");
+    // Judged: the 2 samples, and the 2 references too when the cache lacked them.
+    let judged = stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("assay: judged "))
+        .and_then(|rest| rest.split_once(' '))
+        .map(|(count, _)| count.to_string());
+    assert!(
+        matches!(judged.as_deref(), Some("2/2" | "4/4")),
+        "{judged:?}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("generated 2 samples (2 requests"),
+        "{stdout}"
+    );
     let pass_at_k = read_json(&dir.path().join("run/pass_at_k.json"));
     assert_eq!(pass_at_k["model"], "reference");
 }

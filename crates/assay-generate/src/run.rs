@@ -34,23 +34,33 @@ pub enum Model {
     Completion(Client),
 }
 
+/// Why a generation stopped. A request that fails for good is not an error: its samples
+/// are reported unanswered.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
+    /// The run directory failed.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    /// A record of `generation.jsonl` does not fit this run.
     #[error("{path}:{line}: {message}")]
     Record {
+        /// The log.
         path: String,
+        /// The line (1-based).
         line: usize,
+        /// What is wrong, naming the field.
         message: String,
     },
     /// No request can succeed (bad key, unknown model, exhausted quota): the run stops.
     #[error("the model API refused the run: {0}")]
     Fatal(String),
+    /// The sanitizer failed (not an answer: its helper process).
     #[error("sanitizing answers: {0}")]
     Sanitize(String),
+    /// A request's task panicked or was cancelled.
     #[error("a request task failed: {0}")]
     Task(String),
+    /// The settings cannot work together.
     #[error("{0}")]
     Invalid(String),
 }

@@ -10,6 +10,7 @@ pub const SAMPLING_TEMPERATURE: f64 = 0.8;
 /// The official nucleus when sampling.
 pub const SAMPLING_TOP_P: f64 = 0.95;
 
+/// A sampling setting out of range, named as its option.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct SettingsError(String);

@@ -14,6 +14,7 @@ use crate::spec::ModelSpec;
 pub struct ApiKey(String);
 
 impl ApiKey {
+    /// Wraps a key as read from the environment.
     pub fn new(s: String) -> Self {
         ApiKey(s)
     }
@@ -39,7 +40,9 @@ impl fmt::Display for ApiKey {
 /// `[d/2, d]` so that many concurrent requests failing together do not retry in lockstep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Backoff {
+    /// Longest wait before the first retry; doubles for each retry after it.
     pub initial: Duration,
+    /// Cap on the longest wait, however many retries came before.
     pub max: Duration,
 }
 
@@ -58,6 +61,7 @@ impl Default for Backoff {
 /// Everything [`Client::new`](crate::Client::new) needs.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
+    /// The provider and model to talk to.
     pub spec: ModelSpec,
     /// OpenAI: the base URL including `/v1`, as the OpenAI SDK takes it (default
     /// `https://api.openai.com/v1`; we POST `{base}/chat/completions`). Anthropic: as the
@@ -70,5 +74,6 @@ pub struct ClientConfig {
     pub request_timeout: Duration,
     /// Extra attempts after the first one fails with a retriable error.
     pub retries: u32,
+    /// How long to wait between those attempts.
     pub backoff: Backoff,
 }

@@ -5,21 +5,40 @@ use std::time::Duration;
 /// A [`ClientConfig`](crate::ClientConfig) that cannot work; reported before any request is sent.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// No key (or an empty one) for a server that requires it: Anthropic, or api.openai.com.
     #[error("{env_var} is not set: {what} needs an API key")]
     MissingApiKey {
+        /// Environment variable the key should come from, e.g. `OPENAI_API_KEY`.
         env_var: &'static str,
+        /// The API that needs the key, for the message.
         what: &'static str,
     },
+    /// The key cannot be sent as an HTTP header value (non-ASCII or control characters).
     #[error("the API key in {env_var} contains characters not allowed in an HTTP header")]
-    InvalidApiKey { env_var: &'static str },
+    InvalidApiKey {
+        /// Environment variable the key came from.
+        env_var: &'static str,
+    },
     /// Anyone on the way would read the key: only loopback servers get it over plain http.
     #[error(
         "refusing to send {env_var} over plain http to {host}: use an https URL, or unset \
          {env_var} for a server that needs no key"
     )]
-    PlainHttpKey { env_var: &'static str, host: String },
+    PlainHttpKey {
+        /// Environment variable the key came from.
+        env_var: &'static str,
+        /// The non-loopback host the base URL points at.
+        host: String,
+    },
+    /// The base URL does not parse, or is not http(s).
     #[error("bad base URL `{url}`: {reason}")]
-    BadBaseUrl { url: String, reason: String },
+    BadBaseUrl {
+        /// The base URL as configured (or the provider default).
+        url: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The underlying HTTP client could not be built; holds the cause.
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(String),
 }
@@ -36,13 +55,20 @@ pub enum RequestError {
     /// serve at all): the caller should stop the whole run.
     #[error("{message}")]
     Fatal {
+        /// HTTP status of the response that showed it; `None` when refused before sending.
         status: Option<u16>,
+        /// What went wrong, including the provider's own message when there is one.
         message: String,
     },
     /// This request failed for good (rejected as invalid, e.g. prompt too long, or retries
     /// exhausted on transient errors); other requests may still succeed.
     #[error("{message}")]
-    Failed { attempts: u32, message: String },
+    Failed {
+        /// HTTP attempts made, the first one included.
+        attempts: u32,
+        /// What went wrong; when retries ran out, the last cause behind `gave up after N attempts`.
+        message: String,
+    },
 }
 
 /// How one HTTP attempt failed; decides whether the retry loop goes on.

@@ -16,6 +16,7 @@ pub struct Response {
     /// Per text, as the provider reported it (`stop`, `length`, `content_filter`, `end_turn`,
     /// `max_tokens`, `stop_sequence`, ...).
     pub finish_reasons: Vec<Option<String>>,
+    /// Tokens the provider reported, summed over the requests that produced the texts.
     pub usage: TokenUsage,
     /// Wall time of the whole call, retries and waits included.
     pub latency: Duration,

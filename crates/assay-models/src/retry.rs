@@ -16,6 +16,7 @@ const SERVER_HINT_CAP: Duration = Duration::from_secs(60);
 pub struct RetryEvent<'a> {
     /// The attempt that just failed, counting from 1.
     pub attempt: u32,
+    /// Attempts allowed in all, the first one included.
     pub max_attempts: u32,
     /// Why it failed, e.g. `HTTP 429: Rate limit reached (rate_limit_exceeded)`.
     pub cause: &'a str,

@@ -46,7 +46,9 @@ impl fmt::Display for Provider {
 /// names of local servers contain colons (`openai:qwen2.5-coder:7b` for Ollama).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelSpec {
+    /// Which API protocol to speak.
     pub provider: Provider,
+    /// The model name as the provider knows it, e.g. `gpt-4o` or `qwen2.5-coder:7b`.
     pub model: String,
 }
 

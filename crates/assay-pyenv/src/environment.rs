@@ -8,7 +8,9 @@ use crate::{cache_root, Error, Interpreter, Profile, Result};
 /// One [`Profile`] installed for one [`Interpreter`], as a virtual environment in the cache.
 #[derive(Debug, Clone)]
 pub struct Environment {
+    /// The requirement set installed.
     pub profile: Profile,
+    /// The base interpreter the virtual environment is made from.
     pub interpreter: Interpreter,
     /// `<cache>/envs/<profile>-py<X.Y>-<digest>`.
     pub dir: PathBuf,
@@ -17,14 +19,19 @@ pub struct Environment {
 /// Written as the very last step of a successful setup: its presence is what "complete" means.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Marker {
+    /// Name of the profile installed.
     pub profile: String,
+    /// [`Profile::digest`] of the requirements installed; a mismatch means the pins changed.
     pub requirements_digest: String,
+    /// The base interpreter the environment was made from.
     pub python_executable: PathBuf,
+    /// That interpreter's version, `X.Y.Z`.
     pub python_version: String,
     /// `uv` or `pip`.
     pub installer: String,
     /// Unix seconds.
     pub installed_at: u64,
+    /// How long the setup took, in seconds.
     pub setup_seconds: f64,
     /// `name==version` of every distribution in the environment.
     pub packages: Vec<String>,
@@ -36,9 +43,11 @@ pub struct Marker {
 /// What [`Environment::status`] finds on disk.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EnvStatus {
+    /// Nothing has been set up: the directory does not exist.
     Missing,
     /// The directory exists but setup never finished (interrupted, or failed).
     Incomplete,
+    /// Setup finished for the current requirements; holds what it recorded.
     Complete(Box<Marker>),
 }
 
@@ -78,6 +87,7 @@ impl Environment {
         self.dir.join("bin").join("python")
     }
 
+    /// Whether the environment is set up, judged by its completion marker. Does not run Python.
     pub fn status(&self) -> EnvStatus {
         if !self.dir.exists() {
             return EnvStatus::Missing;

@@ -35,29 +35,52 @@ use std::path::PathBuf;
 /// Everything that can go wrong while finding or building a Python environment.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// No candidate interpreter is on `PATH`; the message says which were tried.
     #[error("no Python interpreter found: {0}")]
     NoInterpreter(String),
+    /// Probing the interpreter failed: it did not run, answered nonsense, or is not CPython.
     #[error("{path}: not a usable Python interpreter: {reason}")]
-    BadInterpreter { path: PathBuf, reason: String },
+    BadInterpreter {
+        /// The interpreter as given.
+        path: PathBuf,
+        /// What the probe found wrong.
+        reason: String,
+    },
+    /// The interpreter's `major.minor` is not the one the profile's pins were resolved for.
     #[error(
         "profile `{profile}` needs Python {need}, but {path} is Python {found}; \
          choose another interpreter with --python PATH or ASSAY_PYTHON"
     )]
     WrongVersion {
+        /// The profile's name.
         profile: String,
+        /// The Python release the profile needs, `X.Y`.
         need: String,
+        /// The interpreter's full version, `X.Y.Z`.
         found: String,
+        /// The interpreter's executable.
         path: PathBuf,
     },
+    /// No profile has this name; holds the name asked for and the known names, comma-separated.
     #[error("unknown profile `{0}` (known: {1})")]
     UnknownProfile(String, String),
+    /// None of `ASSAY_CACHE_DIR`, `XDG_CACHE_HOME` (if absolute) or `HOME` is set.
     #[error("cannot determine a cache directory: set XDG_CACHE_HOME, HOME or ASSAY_CACHE_DIR")]
     NoCacheDir,
+    /// A setup step (an installer run, the import check, the lock, an NLTK download) failed.
     #[error("{step} failed: {detail}")]
-    Install { step: String, detail: String },
+    Install {
+        /// What was being done, e.g. `checking imports`.
+        step: String,
+        /// Why it failed, with the tail of the command's stderr when there is one.
+        detail: String,
+    },
+    /// Reading or writing a file or directory of the environment failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory involved.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
@@ -72,4 +95,5 @@ impl Error {
     }
 }
 
+/// `Result` with this crate's [`Error`] as the default error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -63,6 +63,7 @@ impl Profile {
         Self::ALL[0]
     }
 
+    /// The profile called `name`; an error lists the known names.
     pub fn by_name(name: &str) -> Result<Profile> {
         Self::ALL
             .iter()

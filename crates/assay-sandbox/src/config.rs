@@ -33,6 +33,7 @@ pub struct Limits {
     pub output_bytes: usize,
     /// Largest file the job may write (`RLIMIT_FSIZE`).
     pub file_size_bytes: u64,
+    /// Open file descriptors at once (`RLIMIT_NOFILE`).
     pub open_files: u64,
     /// Main-thread stack (`RLIMIT_STACK`); `None` keeps the default.
     pub stack_bytes: Option<u64>,
@@ -83,6 +84,7 @@ pub struct EngineConfig {
     pub python: PathBuf,
     /// Modules the workers import once before forking jobs (missing ones are skipped).
     pub preload: Vec<String>,
+    /// Whether to refuse anything below full isolation.
     pub isolation: IsolationMode,
     /// Use Linux namespaces where the kernel allows (the default). Off, only Landlock,
     /// seccomp, rlimits, cgroups and (as root) an unprivileged uid remain: for hosts where

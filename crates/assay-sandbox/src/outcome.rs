@@ -34,15 +34,19 @@ pub struct PyError {
     pub traceback: String,
 }
 
+/// What a unittest job came to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnittestOutcome {
+    /// The verdict.
     pub status: Status,
+    /// Why, in a sentence.
     pub reason: String,
     /// Every test the class defines, in the order they ran (unrun ones last).
     pub tests: Vec<TestOutcome>,
     /// `(test key, traceback)` of failures, then of errors, in the order `unittest` recorded
     /// them: together, what the official harness puts in a result's `details`.
     pub failures: Vec<(String, String)>,
+    /// `(test key, traceback)` of errors, after the failures.
     pub errors: Vec<(String, String)>,
     /// The exception that stopped the code before its tests ran (status `error`), or that
     /// escaped the test run.
@@ -53,9 +57,13 @@ pub struct UnittestOutcome {
     /// or garbled its results: what the official harness, which waits for a summary it never
     /// gets, reports as a timeout.
     pub reported: bool,
+    /// What the code wrote to stdout (capped).
     pub stdout: Captured,
+    /// What the code wrote to stderr (capped).
     pub stderr: Captured,
+    /// What it cost.
     pub usage: Usage,
+    /// How well it was isolated.
     pub isolation: IsolationLevel,
 }
 
@@ -64,44 +72,62 @@ pub struct UnittestOutcome {
 pub struct OutputFile {
     /// Relative to the working directory.
     pub path: String,
+    /// Its size on disk, in bytes.
     pub size: u64,
     /// The content (cut to what fit in the collection budget).
     #[serde(with = "base64_bytes")]
     pub data: Vec<u8>,
+    /// Whether `data` was cut.
     pub truncated: bool,
 }
 
+/// What a script job came to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScriptOutcome {
+    /// The verdict.
     pub status: Status,
+    /// Why, in a sentence.
     pub reason: String,
     /// `None` when the process was killed.
     pub exit_code: Option<i32>,
+    /// The exception that ended it, if one did.
     pub error: Option<PyError>,
+    /// What the code wrote to stdout (capped).
     pub stdout: Captured,
+    /// What the code wrote to stderr (capped).
     pub stderr: Captured,
+    /// The files it left in its working directory.
     pub files: Vec<OutputFile>,
+    /// What it cost.
     pub usage: Usage,
+    /// How well it was isolated.
     pub isolation: IsolationLevel,
 }
 
 /// What one session cell did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecOutcome {
+    /// The verdict.
     pub status: Status,
+    /// Why, in a sentence.
     pub reason: String,
     /// `repr` of the cell's last expression, if it was one and not `None`.
     pub result: Option<String>,
+    /// The exception that ended it, if one did.
     pub error: Option<PyError>,
+    /// What the code wrote to stdout (capped).
     pub stdout: Captured,
+    /// What the code wrote to stderr (capped).
     pub stderr: Captured,
     /// Matplotlib figures open at the end of the cell, as PNG files.
     #[serde(with = "base64_list")]
     pub figures: Vec<Vec<u8>>,
+    /// How long the cell took.
     #[serde(with = "seconds")]
     pub wall: Duration,
     /// Whether the session's state survived the cell (false after a kill).
     pub session_alive: bool,
+    /// How well it was isolated.
     pub isolation: IsolationLevel,
 }
 

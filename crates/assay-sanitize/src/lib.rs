@@ -80,7 +80,9 @@ pub enum Error {
         python.display()
     )]
     StartPython {
+        /// The interpreter given.
         python: PathBuf,
+        /// Why starting it failed.
         #[source]
         source: std::io::Error,
     },
@@ -90,7 +92,12 @@ pub enum Error {
          CPython 3.11 interpreter binary itself (its sys.executable), not a wrapper script",
         python.display()
     )]
-    HelperHandshake { python: PathBuf, detail: String },
+    HelperHandshake {
+        /// The interpreter given.
+        python: PathBuf,
+        /// What went wrong, with the start of its stderr if it printed anything.
+        detail: String,
+    },
     /// It is a Python, but not CPython 3.11.
     #[error(
         "`{}` is {found}, but the sanitizer needs CPython 3.11: the official syntax check is \
@@ -98,5 +105,10 @@ pub enum Error {
          interpreter, such as the evaluation environment's python",
         python.display()
     )]
-    UnsupportedPython { python: PathBuf, found: String },
+    UnsupportedPython {
+        /// The interpreter given.
+        python: PathBuf,
+        /// What the helper reported it is, `<implementation> <version>` (e.g. `cpython 3.12.1`).
+        found: String,
+    },
 }

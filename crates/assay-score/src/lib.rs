@@ -29,7 +29,9 @@ pub fn pass_at_k(n: u64, correct: u64, k: u64) -> f64 {
 /// Samples and passes of one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskTally {
+    /// Samples evaluated (`n`).
     pub samples: u64,
+    /// Samples that passed every test (`c`).
     pub passed: u64,
 }
 

@@ -26,7 +26,9 @@ pub const VERSIONS: &[&str] = &["v0.1.4", "v0.1.2", "v0.1.0_hf"];
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Subset {
+    /// Every task in the dataset.
     Full,
+    /// Only the tasks whose ids are in the Hard list.
     Hard,
 }
 
@@ -85,7 +87,9 @@ pub fn task_number(task_id: &str) -> Option<u32> {
 pub struct Dataset {
     /// `v0.1.4`... for embedded data, the file path otherwise.
     pub source: String,
+    /// Which subset of the file's tasks was kept.
     pub subset: Subset,
+    /// The tasks, ordered by task number.
     pub tasks: Vec<Task>,
     /// A digest of the file's (decompressed) content: what caches of results and timings are
     /// keyed by.
@@ -161,6 +165,7 @@ impl Dataset {
         })
     }
 
+    /// The task with id `task_id`, if the dataset has it.
     pub fn get(&self, task_id: &str) -> Option<&Task> {
         self.tasks.iter().find(|t| t.task_id == task_id)
     }

@@ -11,20 +11,36 @@ use std::path::PathBuf;
 /// What can go wrong reading task data. Every error names where: file, line, field.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// No embedded dataset has this version; holds the version asked for and the known ones,
+    /// comma-separated.
     #[error("unknown dataset version `{0}` (known: {1})")]
     UnknownVersion(String, String),
+    /// A dataset file could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
+    /// One line of a dataset is not a valid task (bad JSON, a missing field, a repeated id).
     #[error("{file}:{line}: {message}")]
     Parse {
+        /// The dataset: a version for embedded data, the file path otherwise.
         file: String,
+        /// The line number, counting from 1.
         line: usize,
+        /// What is wrong with it.
         message: String,
     },
+    /// The dataset as a whole is unusable (not gzip or UTF-8, no tasks in the subset), or a
+    /// selected task is not in it.
     #[error("{file}: {message}")]
-    Invalid { file: String, message: String },
+    Invalid {
+        /// The dataset: a version for embedded data, the file path otherwise.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
 }

@@ -12,18 +12,31 @@ use serde_json::Value;
 /// there is one, the line and the field.
 #[derive(Debug, thiserror::Error)]
 pub enum SamplesError {
+    /// The file could not be read.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: PathBuf,
+        /// The error.
         #[source]
         source: std::io::Error,
     },
+    /// The file as a whole is unusable (empty, not for this dataset).
     #[error("{path}: {message}")]
-    File { path: PathBuf, message: String },
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// One line is unusable.
     #[error("{path}:{line}: {message}")]
     Line {
+        /// The file.
         path: PathBuf,
+        /// The line (1-based).
         line: usize,
+        /// What is wrong, naming the field.
         message: String,
     },
 }
@@ -37,13 +50,16 @@ pub enum Code {
     Completion(String),
 }
 
+/// One sample: an answer to one task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// Position among the file's samples (0-based), the key results are stored under.
     pub index: usize,
     /// 1-based line in the file.
     pub line: usize,
+    /// The task it answers.
     pub task_id: String,
+    /// The answer.
     pub code: Code,
     /// The line as given: the run directory keeps what it evaluated byte for byte (field
     /// order, `raw_solution` and all).
@@ -71,7 +87,9 @@ impl Sample {
 /// The samples of one file that belong to the dataset being evaluated.
 #[derive(Debug, Clone)]
 pub struct Samples {
+    /// The file.
     pub path: PathBuf,
+    /// Its samples for the dataset, in file order.
     pub samples: Vec<Sample>,
     /// Samples of tasks outside the dataset's subset (a full-set file evaluated on Hard):
     /// skipped, as the official harness does.

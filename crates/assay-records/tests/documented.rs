@@ -1,0 +1,217 @@
+//! docs/run-directory.md is the run directory's spec: every field a record writes is named
+//! there, so a field added to a record without documenting it fails here.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use assay_records::*;
+use serde::Serialize;
+
+fn spec() -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/run-directory.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The keys `value` serializes with (one level), each of which the spec must name in
+/// backticks.
+fn undocumented(value: &impl Serialize, spec: &str) -> Vec<String> {
+    let value = serde_json::to_value(value).unwrap();
+    let keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+    assert!(!keys.is_empty());
+    keys.into_iter()
+        .filter(|key| !spec.contains(&format!("`{key}`")))
+        .collect()
+}
+
+fn captured() -> Captured {
+    Captured {
+        text: "out".into(),
+        total_bytes: 3,
+        truncated: false,
+    }
+}
+
+fn ground_truth() -> GroundTruthSummary {
+    GroundTruthSummary {
+        pass_rate: 1.0,
+        failed_tasks: BTreeMap::new(),
+        cache: PathBuf::from("cache"),
+        processes: ProcessPeaks {
+            measured: 0,
+            highest: Vec::new(),
+        },
+    }
+}
+
+fn isolation() -> IsolationReport {
+    IsolationReport {
+        level: IsolationLevel::Full,
+        layers: Layers::default(),
+        cgroup: "cgroup-v2".into(),
+        memory_limit: Enforcement::Cgroup,
+        tree_kill: "cgroup".into(),
+    }
+}
+
+#[test]
+fn every_field_of_every_record_is_in_the_spec() {
+    let spec = spec();
+    let settings = GenerationSettings {
+        split: Split::Complete,
+        n: 1,
+        temperature: 0.0,
+        top_p: None,
+        max_tokens: 1280,
+    };
+    let identity = Identity {
+        benchmark: Some("bigcodebench".into()),
+        dataset: Some("v0.1.4".into()),
+        dataset_digest: Some("d".into()),
+        tasks: Some(Vec::new()),
+        model: Some("reference".into()),
+        direct_completion: Some(false),
+        generation: Some(settings),
+        prompt: Some("1".into()),
+        split: Some("complete".into()),
+        calibrated: Some(true),
+        time_policy: Some(TimePolicy::DEFAULT),
+        memory_mib: Some(8192),
+        network: Some(false),
+        guards: Some(true),
+        environment: Some("e".into()),
+        samples_digest: Some("s".into()),
+        timeout_seconds: Some(240),
+        memory_bytes: Some(1),
+        processes: Some(1),
+    };
+    let outcome = GenerationOutcome {
+        samples: 1,
+        unanswered: Vec::new(),
+        totals: GenerationTotals::default(),
+    };
+    let mut manifest = Manifest::new(Kind::BigcodebenchRun, identity.clone());
+    manifest.extends = vec![Kind::BigcodebenchGenerate];
+    manifest.samples = Some(PathBuf::from("samples.jsonl"));
+    manifest.dataset = Some("v0.1.4".into());
+    manifest.model_access = Some(ModelAccess {
+        base_url: None,
+        concurrency: 8,
+        request_timeout_seconds: 300.0,
+        retries: 6,
+    });
+    manifest.generation = Some(GenerationDone {
+        outcome,
+        finished_at: 0,
+    });
+    manifest.python = Some("3.11".into());
+    manifest.isolation = Some(isolation());
+    let sample = SampleRecord {
+        index: 0,
+        task_id: "BigCodeBench/0".into(),
+        program_digest: "p".into(),
+        status: Status::Pass,
+        reason: "r".into(),
+        official: Some(Official::new(OfficialStatus::Pass, Vec::new())),
+        infra: None,
+        tests: Vec::new(),
+        wall_seconds: 0.1,
+        cpu_seconds: Some(0.1),
+        memory_peak_bytes: Some(1),
+        processes_peak: Some(1),
+        isolation: IsolationLevel::Full,
+        stdout: captured(),
+        stderr: captured(),
+    };
+    let generation = GenerationRecord {
+        task_id: "BigCodeBench/0".into(),
+        raw: Vec::new(),
+        solutions: Vec::new(),
+        finish_reasons: Vec::new(),
+        usage: TokenUsage::default(),
+        latency_seconds: 0.0,
+        attempts: 1,
+        error: Some("e".into()),
+        wanted: 1,
+    };
+    let summary = EvalSummary {
+        scores: Scores {
+            pass_at_k: BTreeMap::new(),
+            tasks_judged: 0,
+            tasks_set_apart: Vec::new(),
+            samples_set_apart: 0,
+            pass_at_k_infra_as_fail: BTreeMap::new(),
+        },
+        tasks_in_dataset: 0,
+        tasks_missing: Vec::new(),
+        samples: 0,
+        statuses: BTreeMap::new(),
+        official: BTreeMap::new(),
+        infra: BTreeMap::new(),
+        slowest: Vec::new(),
+        ground_truth: ground_truth(),
+        time_policy: TimePolicy::DEFAULT,
+        wall_seconds: 0.0,
+    };
+    let check = CheckSummary {
+        benchmark: "bigcodebench".into(),
+        dataset: "v0.1.4".into(),
+        environment: "e".into(),
+        isolation: isolation(),
+        tasks: 0,
+        ground_truth: ground_truth(),
+        wall_seconds: 0.0,
+    };
+    let missing: Vec<(&str, Vec<String>)> = [
+        ("Manifest", undocumented(&manifest, &spec)),
+        ("Identity", undocumented(&identity, &spec)),
+        ("SampleRecord", undocumented(&sample, &spec)),
+        ("GenerationRecord", undocumented(&generation, &spec)),
+        ("EvalSummary", undocumented(&summary, &spec)),
+        ("GroundTruthSummary", undocumented(&ground_truth(), &spec)),
+        ("CheckSummary", undocumented(&check, &spec)),
+    ]
+    .into_iter()
+    .filter(|(_, keys)| !keys.is_empty())
+    .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/run-directory.md does not name: {missing:?}"
+    );
+    assert!(spec.contains(&format!("\"schema\": {SCHEMA}")));
+}
+
+#[test]
+fn every_event_is_in_the_spec() {
+    let spec = spec();
+    let events = [
+        RunEvent::Notice {
+            message: String::new(),
+        },
+        RunEvent::GenerationStarted {
+            samples: 0,
+            done: 0,
+        },
+        RunEvent::InFlight { requests: 0 },
+        RunEvent::JudgingStarted {
+            samples: 0,
+            done: 0,
+            references: 0,
+        },
+        RunEvent::JudgingFinished,
+    ];
+    for event in events {
+        let tag = serde_json::to_value(&event).unwrap()["event"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(spec.contains(&format!("`{tag}`")), "{tag}");
+    }
+    for tag in [
+        "answered",
+        "generation-finished",
+        "sample-judged",
+        "reference-judged",
+    ] {
+        assert!(spec.contains(&format!("`{tag}`")), "{tag}");
+    }
+}
