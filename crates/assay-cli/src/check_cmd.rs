@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use assay_pipeline::check::{check, CheckRequest};
-use assay_pipeline::judge::JudgeSettings;
 use clap::Args;
 
 use crate::args::{DatasetArgs, EngineArgs, SemanticsArgs};
@@ -33,14 +32,8 @@ pub async fn run(args: CheckArgs) -> Result<i32> {
     let request = CheckRequest {
         tasks: args.tasks.selection(),
         out: args.out,
-        // References run with their own limits: only the guards and the engine count here.
-        judge: JudgeSettings {
-            calibrated: true,
-            timeout: None,
-            memory_mib: 8192,
-            guards: args.semantics.guards(),
-            engine: args.engine.settings(),
-        },
+        guards: args.semantics.guards(),
+        engine: args.engine.settings(),
         env: args.engine.environment().await?,
     };
     let mut progress = Progress::new(args.json);

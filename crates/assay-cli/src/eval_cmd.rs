@@ -33,12 +33,14 @@ pub struct EvalArgs {
 
 pub async fn run(args: EvalArgs) -> Result<i32> {
     let tasks = args.tasks.selection();
+    let judge = args.judging.settings();
+    judge.validate()?;
     let request = EvalRequest {
         tasks: tasks.clone(),
         samples: args.samples,
         split: args.split.map(SplitArg::split),
         out: args.run_dir.out,
-        judge: args.judging.settings(),
+        judge,
         env: args.judging.engine.environment().await?,
     };
     let mut progress = Progress::new(args.json);

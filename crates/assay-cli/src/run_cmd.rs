@@ -37,11 +37,13 @@ pub async fn run(args: RunArgs) -> Result<i32> {
              or --model anthropic:MODEL"
         );
     }
+    let judge = args.judging.settings();
+    judge.validate()?;
     let request = RunRequest {
         tasks: tasks.clone(),
         chosen,
         out: args.run_dir.out,
-        judge: args.judging.settings(),
+        judge,
         env: args.judging.engine.environment().await?,
     };
     let mut progress = Progress::new(args.json);

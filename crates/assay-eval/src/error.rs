@@ -9,6 +9,9 @@ pub enum EvalError {
     /// The run directory or the ground-truth cache could not be read or written.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    /// Samples were left without a verdict (what is judged is kept; a rerun judges the rest).
+    #[error("{0}")]
+    Unjudged(String),
     /// Asking the sandbox's environment what it has failed.
     #[error("probing the environment: {0}")]
     Probe(String),

@@ -243,15 +243,11 @@ impl Generation<'_> {
         if let Some(error) = stop {
             return Err(error);
         }
-        let outcome = GenerationOutcome {
+        Ok(GenerationOutcome {
             samples: written,
             unanswered: failures.into_values().collect(),
             totals: totals(&records),
-        };
-        listener.on_event(&RunEvent::GenerationFinished {
-            outcome: outcome.clone(),
-        });
-        Ok(outcome)
+        })
     }
 }
 

@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 
 use assay_eval::bigcodebench::official_files::write_ground_truth;
 use assay_records::{CheckSummary, Identity, Kind, Listener, Manifest, Split};
-use assay_rundir::RunDir;
+use assay_rundir::{RunDir, SUMMARY};
 
 use crate::error::PipelineError;
-use crate::judge::{JudgeSettings, SUMMARY};
+use assay_eval::bigcodebench::ground_truth::REFERENCE_MEMORY_BYTES;
+
+use crate::engine::EngineSettings;
+use crate::judge::JudgeSettings;
 use crate::selection::TaskSelection;
 
 /// What to check, and where.
@@ -17,8 +20,10 @@ pub struct CheckRequest {
     pub tasks: TaskSelection,
     /// Also write `pass_at_k.json` and `summary.json` into this directory.
     pub out: Option<PathBuf>,
-    /// How references run: the guards and the engine count; the sample limits do not.
-    pub judge: JudgeSettings,
+    /// Run under the official harness's process guards.
+    pub guards: bool,
+    /// How the sandbox runs.
+    pub engine: EngineSettings,
     /// The Python environment jobs run in, set up.
     pub env: assay_pyenv::Environment,
 }
@@ -29,9 +34,18 @@ pub async fn check(
     listener: &mut dyn Listener,
 ) -> Result<CheckSummary, PipelineError> {
     let dataset = request.tasks.load()?;
-    let options = request.judge.options(Split::Complete)?;
+    // References run with limits of their own (the ground truth's); only the guards and the
+    // engine come from the request.
+    let settings = JudgeSettings {
+        calibrated: true,
+        timeout: None,
+        memory_mib: REFERENCE_MEMORY_BYTES >> 20,
+        guards: request.guards,
+        engine: request.engine.clone(),
+    };
+    let options = settings.options(Split::Complete)?;
     let harness: Vec<&Path> = request.out.iter().map(PathBuf::as_path).collect();
-    let judge = request.judge.start(request.env, options, &harness).await?;
+    let judge = settings.start(request.env, options, &harness).await?;
     let mut prepared = judge.prepare(&dataset, listener).await?;
     let started = std::time::Instant::now();
     let ground_truth = judge
@@ -52,8 +66,8 @@ pub async fn check(
             dataset_digest: Some(dataset.digest.clone()),
             tasks: Some(request.tasks.tasks.clone()),
             environment: Some(summary.environment.clone()),
-            network: Some(request.judge.engine.network),
-            guards: Some(request.judge.guards),
+            network: Some(request.engine.network),
+            guards: Some(request.guards),
             ..Identity::default()
         };
         let manifest = Manifest::new(Kind::BigcodebenchCheck, identity);

@@ -9,7 +9,7 @@ use assay_generate::{prompt, resolve, Generation, Model};
 use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec, Provider};
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
-    ModelAccess, Split,
+    ModelAccess, RunEvent, Split,
 };
 use assay_rundir::RunDir;
 use assay_sanitize::Sanitizer;
@@ -174,7 +174,7 @@ impl Chosen {
 }
 
 /// Generates into `run` and records the outcome, and how the model was reached this time, in
-/// its manifest.
+/// its manifest; then tells `listener` the generation finished.
 pub async fn generate(
     run: &mut RunDir,
     dataset: &Dataset,
@@ -202,6 +202,9 @@ pub async fn generate(
         finished_at: assay_records::now(),
     });
     run.update_manifest(&manifest)?;
+    listener.on_event(&RunEvent::GenerationFinished {
+        outcome: outcome.clone(),
+    });
     Ok(outcome)
 }
 

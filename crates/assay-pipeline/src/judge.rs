@@ -37,22 +37,33 @@ pub struct JudgeSettings {
 }
 
 impl JudgeSettings {
-    /// The evaluation options for `split`, checked (before anything slow starts).
-    pub fn options(&self, split: Split) -> Result<Options, PipelineError> {
-        let time = match self.timeout {
-            None => TimePolicy::DEFAULT,
-            Some(seconds) if seconds.is_finite() && seconds > 0.0 => TimePolicy::Fixed { seconds },
-            Some(_) => {
-                return Err(PipelineError::Invalid(
-                    "--timeout must be a positive number of seconds".into(),
-                ))
-            }
-        };
+    /// Whether the limits can work: called before anything slow starts.
+    pub fn validate(&self) -> Result<(), PipelineError> {
+        self.time_policy().map(|_| ())
+    }
+
+    fn time_policy(&self) -> Result<TimePolicy, PipelineError> {
         if self.memory_mib < 64 {
             return Err(PipelineError::Invalid(
                 "--memory must be at least 64 MiB".into(),
             ));
         }
+        match self.timeout {
+            None => Ok(TimePolicy::DEFAULT),
+            Some(seconds)
+                if seconds > 0.0 && std::time::Duration::try_from_secs_f64(seconds).is_ok() =>
+            {
+                Ok(TimePolicy::Fixed { seconds })
+            }
+            Some(_) => Err(PipelineError::Invalid(
+                "--timeout must be a positive number of seconds".into(),
+            )),
+        }
+    }
+
+    /// The evaluation options for `split`, checked.
+    pub fn options(&self, split: Split) -> Result<Options, PipelineError> {
+        let time = self.time_policy()?;
         Ok(Options {
             split,
             calibrated: self.calibrated,
@@ -217,7 +228,7 @@ impl Judge {
         .await?)
     }
 
-    /// Judges the samples not judged yet, writes the official files and `summary.json`.
+    /// Judges the samples not judged yet; writes the official files and `summary.json`.
     pub async fn evaluate(
         &self,
         prepared: Prepared,
@@ -237,11 +248,9 @@ impl Judge {
             model: job.model,
             unanswered: job.unanswered,
         };
-        let summary = evaluation
+        Ok(evaluation
             .run(job.run, job.records, &mut references, listener)
-            .await?;
-        job.run.write_json(SUMMARY, &summary)?;
-        Ok(summary)
+            .await?)
     }
 
     /// The engine (its isolation report, its Python).
@@ -254,6 +263,3 @@ impl Judge {
         self.env.key()
     }
 }
-
-/// The run's summary file.
-pub const SUMMARY: &str = "summary.json";

@@ -33,7 +33,7 @@ pub enum RunEvent {
         /// Its record.
         record: Box<GenerationRecord>,
     },
-    /// The generation ended, `samples.jsonl` written.
+    /// The generation ended: `samples.jsonl` and the manifest's `generation` are written.
     GenerationFinished {
         /// What it came to.
         outcome: GenerationOutcome,
@@ -58,7 +58,7 @@ pub enum RunEvent {
         /// Its record.
         record: Box<SampleRecord>,
     },
-    /// Judging ended.
+    /// Judging ended: every record is on disk, and an evaluation's derived files too.
     JudgingFinished,
 }
 

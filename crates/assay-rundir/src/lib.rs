@@ -32,6 +32,8 @@ pub const MANIFEST: &str = "manifest.json";
 pub const RESULTS: &str = "results.jsonl";
 /// What a run evaluated, in the official samples format.
 pub const SAMPLES: &str = "samples.jsonl";
+/// What the run came to.
+pub const SUMMARY: &str = "summary.json";
 const LOCK: &str = ".lock";
 const SYNC_EVERY: Duration = Duration::from_secs(1);
 /// How long a shared directory's user waits for another's brief hold of the lock.
@@ -224,8 +226,13 @@ impl RunDir {
         let manifest = serde_json::to_value(manifest).expect("manifests serialize");
         let existing = match std::fs::read_to_string(&manifest_path) {
             Ok(text) => {
-                let existing = parse_manifest(&manifest_path, &text)?;
-                Some(serde_json::to_value(existing).expect("manifests serialize"))
+                let (existing, mut written) = read_manifest(&manifest_path, &text)?;
+                // Compared as this assay reads it; rewritten with whatever else it holds.
+                let read = serde_json::to_value(existing).expect("manifests serialize");
+                if let (Some(written), Some(read)) = (written.as_object_mut(), read.as_object()) {
+                    written.extend(read.clone());
+                }
+                Some(written)
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(io(&manifest_path)(e)),
@@ -348,6 +355,12 @@ impl RunDir {
 /// A manifest read back: one this assay can read, or an error naming the file, the line and
 /// the field.
 fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, RunDirError> {
+    Ok(read_manifest(path, text)?.0)
+}
+
+/// [`parse_manifest`], also giving the manifest as written: fields a newer assay of the same
+/// schema added are kept when it is rewritten.
+fn read_manifest(path: &Path, text: &str) -> Result<(Manifest, Value), RunDirError> {
     let value: Value = serde_json::from_str(text).map_err(|e| RunDirError::Corrupt {
         path: path.to_path_buf(),
         line: e.line(),
@@ -360,11 +373,12 @@ fn parse_manifest(path: &Path, text: &str) -> Result<Manifest, RunDirError> {
             schema: u32::try_from(schema).unwrap_or(u32::MAX),
         });
     }
-    serde_json::from_str(text).map_err(|e| RunDirError::Corrupt {
+    let manifest = serde_json::from_str(text).map_err(|e| RunDirError::Corrupt {
         path: path.to_path_buf(),
         line: e.line(),
         message: format!("not a manifest: {e}"),
-    })
+    })?;
+    Ok((manifest, value))
 }
 
 fn lock_file(path: &Path) -> Result<File, RunDirError> {
@@ -660,6 +674,11 @@ mod tests {
         let (mut log, _) = run.journal::<Value>("generation.jsonl").unwrap();
         log.append(&json!({"answer": 1})).unwrap();
         drop((log, run));
+        // A field a newer assay of the same schema wrote.
+        let mut written: Value =
+            serde_json::from_slice(&std::fs::read(path.join(MANIFEST)).unwrap()).unwrap();
+        written["viewer"] = json!({"theme": "dark"});
+        std::fs::write(path.join(MANIFEST), to_pretty(&written)).unwrap();
         // Without `extends`, or changing a setting of the generation, it is another run.
         let judged = |name: &str| Identity {
             memory_mib: Some(9),
@@ -682,6 +701,12 @@ mod tests {
             manifest.python.as_deref(),
             Some("3.11.2"),
             "the generation's own facts stay"
+        );
+        let written: Value =
+            serde_json::from_slice(&std::fs::read(path.join(MANIFEST)).unwrap()).unwrap();
+        assert_eq!(
+            written["viewer"]["theme"], "dark",
+            "and what it does not know too"
         );
         drop(run);
         assert!(open(&path, &continuing).is_ok(), "and it resumes as itself");

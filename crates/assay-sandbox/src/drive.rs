@@ -282,8 +282,12 @@ impl Aftermath {
 pub(crate) enum Ending<'a> {
     /// The awaited report arrived, and no limit overrides it.
     Reported(&'a Value),
-    /// The clock, a limit, the worker or the harness decided the status.
-    Decided(crate::Status, String),
+    /// The clock or a limit stopped the code while it ran (a machine out of memory makes
+    /// that `infra`).
+    Stopped(crate::Status, String),
+    /// The worker died, or the job could not be prepared before the code started: the
+    /// harness failed, not the code (`infra`).
+    HarnessFailed(String),
     /// The process ended without its report (what the code did is unknown): why.
     Unreported(String),
 }
@@ -303,7 +307,7 @@ pub(crate) fn ending<'a>(
             "the wall-clock limit of {} s was reached",
             limits.wall.as_secs_f64()
         );
-        return Ending::Decided(crate::Status::Timeout, reason);
+        return Ending::Stopped(crate::Status::Timeout, reason);
     }
     let report = match end {
         End::Final(frame) if reported(frame) => Some(frame),
@@ -311,13 +315,12 @@ pub(crate) fn ending<'a>(
     };
     if report.is_none() {
         if let Some(reason) = aftermath.worker_died() {
-            let reason = format!("the worker died during the job: {reason}");
-            return Ending::Decided(crate::Status::Infra, reason);
+            return Ending::HarnessFailed(format!("the worker died during the job: {reason}"));
         }
     }
     if let Some((status, reason)) = aftermath.limit_hit(limits, false) {
         if report.is_none() || status == crate::Status::Oom {
-            return Ending::Decided(status, reason);
+            return Ending::Stopped(status, reason);
         }
     }
     if let Some(report) = report {
@@ -327,8 +330,7 @@ pub(crate) fn ending<'a>(
         End::Final(frame) => {
             let error = frame["error"].as_str().unwrap_or_default();
             if frame["stage"] == "prepare" && !started {
-                let reason = format!("the job could not be prepared: {error}");
-                return Ending::Decided(crate::Status::Infra, reason);
+                return Ending::HarnessFailed(format!("the job could not be prepared: {error}"));
             }
             format!("the harness inside the sandbox failed: {error}")
         }

@@ -330,12 +330,13 @@ impl UnittestRun {
         let mut parts = UnittestParts::default();
         let done = match ending(&end, &aftermath, &limits, started, |f| f["ev"] == "done") {
             Ending::Reported(done) => done,
-            Ending::Decided(status, reason) => {
-                // A test was running when the clock or a limit stopped it; an `infra` end
-                // says nothing about the tests.
-                let crashed = (status != Status::Infra).then_some(reason.as_str());
-                let tests = progress.all_tests(crashed);
+            Ending::Stopped(status, reason) => {
+                // The test running when the clock or a limit stopped the code crashed.
+                let tests = progress.all_tests(Some(&reason));
                 return (status, reason, tests, parts);
+            }
+            Ending::HarnessFailed(reason) => {
+                return (Status::Infra, reason, progress.all_tests(None), parts);
             }
             Ending::Unreported(cause) => {
                 return match &progress.loaded {
@@ -741,7 +742,8 @@ fn script_verdict(
 ) -> ScriptOutcome {
     let done = match ending(end, aftermath, limits, started, |f| f["ev"] == "done") {
         Ending::Reported(done) => done,
-        Ending::Decided(status, reason) => return script_outcome(status, reason),
+        Ending::Stopped(status, reason) => return script_outcome(status, reason),
+        Ending::HarnessFailed(reason) => return script_outcome(Status::Infra, reason),
         Ending::Unreported(cause) => {
             let reason = format!("the script did not finish: {cause}");
             let mut outcome = script_outcome(Status::Error, reason);

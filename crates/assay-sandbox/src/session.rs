@@ -271,7 +271,8 @@ impl Session {
             )
         } else {
             match ending(&end, &aftermath, &self.limits, true, |_| false) {
-                Ending::Decided(status, reason) => (status, reason),
+                Ending::Stopped(status, reason) => (status, reason),
+                Ending::HarnessFailed(reason) => (Status::Infra, reason),
                 Ending::Unreported(cause) => (Status::Error, format!("the session ended: {cause}")),
                 // No frame counts as a report here: a cell's answer returned above.
                 Ending::Reported(_) => (Status::Error, "the session ended".into()),

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use assay_records::{EvalSummary, Listener, ReferenceResult, RunEvent, SampleRecord};
-use assay_rundir::RunDir;
+use assay_rundir::{RunDir, SUMMARY};
 use assay_sandbox::Engine;
 use assay_tasks::bigcodebench::{Dataset, Task};
 use tokio::sync::mpsc;
@@ -70,6 +70,12 @@ impl Journals<'_> {
     fn write(&mut self, event: &RunEvent) -> Result<(), EvalError> {
         match (event, self.run.as_mut()) {
             (RunEvent::SampleJudged { record }, Some(run)) => run.append(record)?,
+            (RunEvent::SampleJudged { record }, None) => {
+                return Err(EvalError::Unjudged(format!(
+                    "a verdict for {} came with no run directory to keep it",
+                    record.task_id
+                )))
+            }
             (RunEvent::ReferenceJudged { record }, _) => self.references.record(record)?,
             _ => {}
         }
@@ -110,7 +116,7 @@ pub async fn check(
 
 impl Evaluation<'_> {
     /// Evaluates the samples not yet in `records`, appending each verdict to `run` as it
-    /// finishes, then writes `eval_results.json` and `pass_at_k.json`. Reference solutions
+    /// finishes, then writes `eval_results.json`, `pass_at_k.json` and `summary.json`. Reference solutions
     /// not measured yet run on the way, into `references`; a task's samples wait for its
     /// reference only, which sets their time limit.
     pub async fn run(
@@ -207,11 +213,20 @@ impl Evaluation<'_> {
                 results.insert(record.index, *record);
             }
         }
+        // A job task that died (a panic) sent nothing: its samples have no verdict, and the
+        // figures would quietly cover fewer samples.
+        let unjudged = samples.samples.len() - results.len();
+        if unjudged > 0 {
+            run.sync()?;
+            return Err(EvalError::Unjudged(format!(
+                "{unjudged} samples got no verdict (a job failed inside assay); rerun the same \
+                 command to judge them"
+            )));
+        }
         // One record per sample, in sample order: records an earlier run made for samples
         // that have since moved (or gone) are renumbered (or dropped).
         run.rewrite_results(&results.values().collect::<Vec<_>>())?;
         references.sync()?;
-        listener.on_event(&RunEvent::JudgingFinished);
         let ground_truth = references.summary(&dataset.tasks);
         // Samples the model never answered are `infra`: in both figures, as in the summary.
         for (i, (task_id, why)) in unanswered.iter().enumerate() {
@@ -233,14 +248,17 @@ impl Evaluation<'_> {
             ground_truth: &ground_truth,
         }
         .write(run)?;
-        Ok(summarize(
+        let summary = summarize(
             dataset,
             &results,
             scores,
             ground_truth,
             options.time.clone(),
             started.elapsed(),
-        ))
+        );
+        run.write_json(SUMMARY, &summary)?;
+        listener.on_event(&RunEvent::JudgingFinished);
+        Ok(summary)
     }
 }
 

@@ -127,21 +127,8 @@ impl References {
         network: bool,
         guards: bool,
     ) -> Result<Self, RunDirError> {
-        let identity = Identity {
-            dataset_digest: Some(dataset.digest.clone()),
-            environment: Some(environment.to_string()),
-            network: Some(network),
-            guards: Some(guards),
-            timeout_seconds: Some(REFERENCE_TIMEOUT.as_secs()),
-            memory_bytes: Some(REFERENCE_MEMORY_BYTES),
-            processes: Some(reference_processes()),
-            ..Identity::default()
-        };
-        // Everything that can change a reference's verdict or time names the directory, so a
-        // cache kept from another setting (or an older assay) is never mistaken for this one.
-        let settings = serde_json::to_value(&identity).expect("identities serialize");
-        let settings = blake3::hash(settings.to_string().as_bytes()).to_hex();
-        let name = format!("{}-{environment}-{}", dataset.digest, &settings[..8]);
+        let identity = cache_identity(&dataset.digest, environment, network, guards);
+        let name = cache_name(&dataset.digest, environment, &identity);
         let path = cache.join(CACHE_DIR).join(name);
         let mut manifest = Manifest::new(Kind::BigcodebenchGroundTruth, identity);
         manifest.dataset = Some(dataset.source.clone());
@@ -222,6 +209,35 @@ impl References {
     }
 }
 
+/// What decides a reference run's verdict and time, besides the code: the cache's identity.
+fn cache_identity(
+    dataset_digest: &str,
+    environment: &str,
+    network: bool,
+    guards: bool,
+) -> Identity {
+    Identity {
+        dataset_digest: Some(dataset_digest.to_string()),
+        environment: Some(environment.to_string()),
+        network: Some(network),
+        guards: Some(guards),
+        timeout_seconds: Some(REFERENCE_TIMEOUT.as_secs()),
+        memory_bytes: Some(REFERENCE_MEMORY_BYTES),
+        processes: Some(reference_processes()),
+        ..Identity::default()
+    }
+}
+
+/// The cache directory's name: everything that can change a reference's verdict or time names
+/// it, so a cache kept from another setting (or an older assay) is never mistaken for this
+/// one. The digest is of the identity's compact JSON, keys sorted: the name every assay since
+/// the cache began has given the same settings.
+fn cache_name(dataset_digest: &str, environment: &str, identity: &Identity) -> String {
+    let settings = serde_json::to_value(identity).expect("identities serialize");
+    let settings = blake3::hash(settings.to_string().as_bytes()).to_hex();
+    format!("{dataset_digest}-{environment}-{}", &settings[..8])
+}
+
 /// The limits of a reference run (the official ground truth's).
 fn reference_limits() -> Limits {
     Limits {
@@ -246,6 +262,29 @@ mod tests {
             reason: format!("{status}"),
             processes_peak: None,
         }
+    }
+
+    #[test]
+    fn the_cache_keeps_its_name_for_the_same_settings() {
+        let mut identity = cache_identity("c6fa81716b54c153", "env-1", false, true);
+        identity.processes = Some(144);
+        // The compact JSON with sorted keys, as the cache's first versions hashed it.
+        assert_eq!(
+            serde_json::to_value(&identity).unwrap().to_string(),
+            "{\"dataset_digest\":\"c6fa81716b54c153\",\"environment\":\"env-1\",\
+             \"guards\":true,\"memory_bytes\":8589934592,\"network\":false,\"processes\":144,\
+             \"timeout_seconds\":240}"
+        );
+        let hash = blake3::hash(
+            b"{\"dataset_digest\":\"c6fa81716b54c153\",\"environment\":\"env-1\",\
+              \"guards\":true,\"memory_bytes\":8589934592,\"network\":false,\"processes\":144,\
+              \"timeout_seconds\":240}",
+        )
+        .to_hex();
+        assert_eq!(
+            cache_name("c6fa81716b54c153", "env-1", &identity),
+            format!("c6fa81716b54c153-env-1-{}", &hash[..8])
+        );
     }
 
     #[test]
