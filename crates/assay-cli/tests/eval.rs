@@ -367,23 +367,25 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["official"], json!({"timeout": 1}));
     assert_eq!(summary["time_policy"]["budget"]["floor_seconds"], 60.0);
+    assert_eq!(summary["time_policy"]["budget"]["test_floor_seconds"], 30.0);
     let record: Value = serde_json::from_str(
         std::fs::read_to_string(dir.path().join("run/results.jsonl"))
             .unwrap()
             .trim(),
     )
     .unwrap();
-    // The task's reference takes well under 12 s, so the sample gets the 60 s floor, and that
-    // limit is what ended it (the reason names the limit reached).
+    // The task's reference takes well under 12 s, so the sample gets the 60 s floor, and its
+    // first test, where it hangs, the 30 s floor of a test: that budget ended it, and the
+    // reason names the test.
     let reason = record["reason"].as_str().unwrap();
     assert_eq!(
-        reason, "the wall-clock limit of 60 s was reached",
+        reason, "test test_case_1 ran past its budget of 30 s",
         "{record}"
     );
-    // Not cut before the budget, and cut at it rather than at the official 240 s: 120 s
-    // leaves a minute for scheduling delays, far beyond any, yet is half the official limit.
+    // Not cut before the test's budget, and cut at it rather than at the sample's 60 s or the
+    // official 240 s: 55 s leaves 25 s for scheduling delays, far beyond any.
     let wall = record["wall_seconds"].as_f64().unwrap();
-    assert!((60.0..120.0).contains(&wall), "{wall}");
+    assert!((30.0..55.0).contains(&wall), "{wall}");
 }
 
 #[test]

@@ -20,6 +20,9 @@ pub struct ReferenceResult {
     pub reason: String,
     /// Most processes and threads the reference had at once, where measured.
     pub processes_peak: Option<u64>,
+    /// Seconds each test method took, by name: what a test's budget scales.
+    #[serde(default)]
+    pub tests: BTreeMap<String, f64>,
 }
 
 impl ReferenceResult {
@@ -42,6 +45,11 @@ impl ReferenceResult {
             seconds: record.wall_seconds,
             reason,
             processes_peak: record.processes_peak,
+            tests: record
+                .tests
+                .iter()
+                .map(|t| (t.name.clone(), t.seconds))
+                .collect(),
         }
     }
 

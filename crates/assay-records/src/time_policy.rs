@@ -1,5 +1,6 @@
 //! How long a sample may run: one limit for all, or a budget from its task's reference.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,10 @@ pub enum TimePolicy {
     /// (times out even at the cap) gets the floor: samples that pass it do so quickly, and
     /// those that hang like the reference would otherwise hold the end of every run for the
     /// cap. Tasks whose reference fails or was not judged get the cap.
+    ///
+    /// Each test method also gets a budget of its own where the reference passed: `test_factor`
+    /// times the reference's time in that test, at least `test_floor_seconds`: a sample that
+    /// hangs in one test ends there, not at the task's budget.
     Budget {
         /// The least any task gets.
         floor_seconds: f64,
@@ -28,17 +33,26 @@ pub enum TimePolicy {
         factor: f64,
         /// The most any task gets.
         cap_seconds: f64,
+        /// The least any test gets.
+        test_floor_seconds: f64,
+        /// Times the reference's time in the same test.
+        test_factor: f64,
     },
 }
 
 impl TimePolicy {
     /// assay's default, chosen on the official runs (docs/parity.md): their slowest passing
     /// sample takes 30 s where the reference takes 0.3 s (RSA key generation), so the floor
-    /// keeps twice that; a hung sample still ends four times sooner than at 240 s.
+    /// keeps twice that; a hung sample still ends four times sooner than at 240 s. Their
+    /// slowest passing test takes 15.3 s (the same key generation; its reference 0.02 s), so
+    /// a test's floor keeps twice that; where a reference test takes 0.5 s or more, passing
+    /// samples take at most 1.38 times as long, and the factor keeps 3.6 times that.
     pub const DEFAULT: TimePolicy = TimePolicy::Budget {
         floor_seconds: 60.0,
         factor: 5.0,
         cap_seconds: 240.0,
+        test_floor_seconds: 30.0,
+        test_factor: 5.0,
     };
 
     /// The limit of a task whose reference run is `reference` (none: not measured).
@@ -49,6 +63,7 @@ impl TimePolicy {
                 floor_seconds,
                 factor,
                 cap_seconds,
+                ..
             } => match reference {
                 Some(r) if r.passed() => (r.seconds * factor).clamp(floor_seconds, cap_seconds),
                 Some(r) if r.status == Status::Timeout => floor_seconds,
@@ -56,6 +71,32 @@ impl TimePolicy {
             },
         };
         Duration::from_secs_f64(seconds)
+    }
+
+    /// The budgets of single tests of a task whose reference run is `reference`, by test
+    /// name: none under a fixed limit (the official policy), nor where the reference did not
+    /// pass.
+    pub fn test_budgets(&self, reference: Option<&ReferenceResult>) -> BTreeMap<String, Duration> {
+        let TimePolicy::Budget {
+            cap_seconds,
+            test_floor_seconds,
+            test_factor,
+            ..
+        } = *self
+        else {
+            return BTreeMap::new();
+        };
+        let Some(reference) = reference.filter(|r| r.passed()) else {
+            return BTreeMap::new();
+        };
+        reference
+            .tests
+            .iter()
+            .map(|(name, &seconds)| {
+                let budget = (seconds * test_factor).clamp(test_floor_seconds, cap_seconds);
+                (name.clone(), Duration::from_secs_f64(budget))
+            })
+            .collect()
     }
 }
 
@@ -69,6 +110,11 @@ mod tests {
             seconds,
             reason: format!("{status}"),
             processes_peak: None,
+            tests: [
+                ("test_quick".to_string(), 0.1),
+                ("test_slow".to_string(), 20.0),
+            ]
+            .into(),
         }
     }
 
@@ -78,6 +124,8 @@ mod tests {
             floor_seconds: 10.0,
             factor: 5.0,
             cap_seconds: 240.0,
+            test_floor_seconds: 3.0,
+            test_factor: 4.0,
         };
         let secs = |r: Option<ReferenceResult>| policy.limit(r.as_ref()).as_secs_f64();
         assert_eq!(secs(Some(reference(Status::Pass, 0.1))), 10.0);
@@ -95,5 +143,20 @@ mod tests {
                 .as_secs_f64(),
             3.0
         );
+        // Tests: factor times the reference's test, at least the floor; none under the
+        // official policy or without a passing reference.
+        let tests = policy.test_budgets(Some(&reference(Status::Pass, 20.1)));
+        let secs: Vec<(&str, f64)> = tests
+            .iter()
+            .map(|(name, d)| (name.as_str(), d.as_secs_f64()))
+            .collect();
+        assert_eq!(secs, [("test_quick", 3.0), ("test_slow", 80.0)]);
+        assert!(fixed
+            .test_budgets(Some(&reference(Status::Pass, 20.1)))
+            .is_empty());
+        assert!(policy
+            .test_budgets(Some(&reference(Status::Fail, 20.1)))
+            .is_empty());
+        assert!(policy.test_budgets(None).is_empty());
     }
 }

@@ -108,31 +108,56 @@ impl Streams {
     }
 }
 
-/// Reads results and output until `is_final` accepts a frame, or the job ends, or `deadline`.
-/// `on_frame` sees every frame first.
-pub(crate) async fn run_until(
+/// What a frame means to the job reading it.
+pub(crate) enum Read {
+    /// Go on reading.
+    On,
+    /// The frame the job was waiting for: stop.
+    Done,
+    /// Go on, but end at this instant if it comes before the job's own deadline (a test
+    /// started that has a budget of its own).
+    Until(Instant),
+    /// Go on, back to the job's own deadline.
+    Reset,
+}
+
+impl From<bool> for Read {
+    fn from(done: bool) -> Read {
+        if done {
+            Read::Done
+        } else {
+            Read::On
+        }
+    }
+}
+
+/// Reads results and output until `on_frame` says a frame is the one awaited, or the job
+/// ends, or the deadline (`deadline`, or an earlier one `on_frame` sets) passes.
+pub(crate) async fn run_until<R: Into<Read>>(
     sandbox: &mut Sandbox,
     streams: &mut Streams,
     deadline: Instant,
-    mut on_frame: impl FnMut(&Value) -> bool,
+    mut on_frame: impl FnMut(&Value) -> R,
 ) -> End {
     // Once the process is gone, frames it wrote may still wait in the pipe: keep reading for
     // a moment before calling it an exit.
     let mut exit_grace: Option<Instant> = None;
+    let mut current = deadline;
     loop {
         // Biased, deadline first: a job flooding its output must not starve its own deadline.
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(deadline) => return End::Deadline,
+            _ = tokio::time::sleep_until(current) => return End::Deadline,
             _ = tokio::time::sleep_until(exit_grace.unwrap_or(deadline)), if exit_grace.is_some() => {
                 return End::Exited
             }
             frame = sandbox.results.next() => match frame {
-                Ok(Some(frame)) => {
-                    if on_frame(&frame) {
-                        return End::Final(frame);
-                    }
-                }
+                Ok(Some(frame)) => match on_frame(&frame).into() {
+                    Read::On => {}
+                    Read::Done => return End::Final(frame),
+                    Read::Until(at) => current = at.min(deadline),
+                    Read::Reset => current = deadline,
+                },
                 Ok(None) => return End::Closed,
                 Err(e) => return End::Garbled(e.to_string()),
             },

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::{IsolationMode, Limits};
 use crate::declared::declared_tests;
-use crate::drive::{ending, finish, run_until, settle, Aftermath, End, Ending, Streams};
+use crate::drive::{ending, finish, run_until, settle, Aftermath, End, Ending, Read, Streams};
 use crate::engine::{Engine, Inner};
 use crate::outcome::{PyError, ScriptOutcome, UnittestOutcome, Usage};
 use crate::sandbox::{Sandbox, Workspace};
@@ -30,6 +30,10 @@ pub struct UnittestJob {
     pub test: String,
     /// The `unittest.TestCase` subclass to run. Default `TestCases`.
     pub test_class: String,
+    /// Time limits of single test methods, by name: a test still running at its budget ends
+    /// the job as a timeout naming it, long before the job's own wall limit. Tests without
+    /// one have only the job's limit.
+    pub test_budgets: BTreeMap<String, Duration>,
     /// `None`: the engine's default limits.
     pub limits: Option<Limits>,
     /// Extra environment variables.
@@ -47,6 +51,7 @@ impl UnittestJob {
             code: code.into(),
             test: test.into(),
             test_class: "TestCases".into(),
+            test_budgets: BTreeMap::new(),
             limits: None,
             env: BTreeMap::new(),
             guards: true,
@@ -185,11 +190,29 @@ struct TestLog {
     /// A class-level fixture skipped (`SkipTest` in `setUpClass`): its tests never start, and
     /// the official harness counts that as passing.
     fixture_skipped: bool,
+    /// Time limits of single tests (see `UnittestJob::test_budgets`).
+    budgets: BTreeMap<String, Duration>,
+    /// The test running now with a budget, and that budget: the one to blame if the clock
+    /// runs out.
+    running: Option<(String, Duration)>,
 }
 
 impl TestLog {
-    fn observe(&mut self, frame: &Value) -> bool {
+    fn observe(&mut self, frame: &Value) -> Read {
         match frame["ev"].as_str() {
+            Some("test_start") => {
+                let name = frame["name"].as_str().unwrap_or_default();
+                match self.budgets.get(name) {
+                    Some(&budget) => {
+                        self.running = Some((name.to_string(), budget));
+                        Read::Until(Instant::now() + budget)
+                    }
+                    None => {
+                        self.running = None;
+                        Read::Reset
+                    }
+                }
+            }
             Some("loaded") => {
                 let names = frame["tests"].as_array().map(|a| {
                     a.iter()
@@ -197,7 +220,7 @@ impl TestLog {
                         .collect()
                 });
                 self.loaded = names;
-                false
+                Read::On
             }
             Some("test") => {
                 let result =
@@ -208,14 +231,15 @@ impl TestLog {
                     detail: frame["detail"].as_str().unwrap_or_default().to_string(),
                     seconds: frame["seconds"].as_f64().unwrap_or(0.0),
                 });
-                false
+                self.running = None;
+                Read::Reset
             }
             Some("fixture") => {
                 self.fixture_skipped |= frame["outcome"] == "skip";
-                false
+                Read::On
             }
-            Some("done") | Some("internal_error") => true,
-            _ => false,
+            Some("done") | Some("internal_error") => Read::Done,
+            _ => Read::On,
         }
     }
 
@@ -331,6 +355,14 @@ impl UnittestRun {
         let done = match ending(&end, &aftermath, &limits, started, |f| f["ev"] == "done") {
             Ending::Reported(done) => done,
             Ending::Stopped(status, reason) => {
+                // A test that ran out of its own budget, not the job's: say which.
+                let reason = match (&end, &progress.running) {
+                    (End::Deadline, Some((name, budget))) if *budget < limits.wall => {
+                        let seconds = (budget.as_secs_f64() * 10.0).round() / 10.0;
+                        format!("test {name} ran past its budget of {seconds} s")
+                    }
+                    _ => reason,
+                };
                 // The test running when the clock or a limit stopped the code crashed.
                 let tests = progress.all_tests(Some(&reason));
                 return (status, reason, tests, parts);
@@ -544,7 +576,7 @@ impl Inner {
     }
 
     /// Takes a slot and a ready job process, sends it `base_spec` plus `fields`, and reads
-    /// until `is_final` accepts a frame, the job ends, or its time is up.
+    /// until `on_frame` says a frame is the one awaited, the job ends, or its time is up.
     async fn run_job(
         &self,
         kind: &str,
@@ -552,7 +584,7 @@ impl Inner {
         env: &BTreeMap<String, String>,
         limits: &Limits,
         fields: Value,
-        mut is_final: impl FnMut(&Value) -> bool,
+        mut on_frame: impl FnMut(&Value) -> Read,
     ) -> Result<Ran, String> {
         let mut slot = self.slot().await;
         // A ready process can die while it waits (the kernel's OOM killer picks job processes
@@ -586,7 +618,7 @@ impl Inner {
             if frame["ev"] == "started" {
                 code_started = true;
             }
-            is_final(frame)
+            on_frame(frame)
         });
         let end = tokio::select! {
             end = run => end,
@@ -625,6 +657,7 @@ impl Engine {
         });
         let mut progress = TestLog {
             declared: declared_tests(&job.test, &job.test_class),
+            budgets: job.test_budgets,
             ..TestLog::default()
         };
         let ran = inner
@@ -697,7 +730,12 @@ impl Engine {
                 &job.env,
                 &limits,
                 fields,
-                |frame| matches!(frame["ev"].as_str(), Some("done" | "internal_error")),
+                |frame| {
+                    Read::from(matches!(
+                        frame["ev"].as_str(),
+                        Some("done" | "internal_error")
+                    ))
+                },
             )
             .await;
         let mut ran = match ran {

@@ -383,3 +383,78 @@ def task_func():
     let out = run(engine.run_unittest(job(code, test)));
     assert_passed(&out);
 }
+
+/// Three tests; the third calls `task_func(3)`, which sleeps `hang` seconds.
+const THREE_TESTS: &str = "\
+import unittest
+class TestCases(unittest.TestCase):
+    def test_a(self):
+        self.assertEqual(task_func(1), 1)
+    def test_b(self):
+        self.assertEqual(task_func(2), 2)
+    def test_c(self):
+        self.assertEqual(task_func(3), 3)
+";
+
+fn sleeper(seconds_on_three: f64) -> String {
+    format!(
+        "import time\ndef task_func(x):\n    if x == 3:\n        time.sleep({seconds_on_three})\n    return x\n"
+    )
+}
+
+fn budgets(seconds: f64) -> std::collections::BTreeMap<String, Duration> {
+    ["test_a", "test_b", "test_c"]
+        .into_iter()
+        .map(|t| (t.to_string(), Duration::from_secs_f64(seconds)))
+        .collect()
+}
+
+#[test]
+fn a_sample_hanging_in_its_third_test_ends_at_that_tests_budget() {
+    let engine = engine();
+    let mut j = job(&sleeper(600.0), THREE_TESTS);
+    j.limits = Some(Limits {
+        wall: Duration::from_secs(60),
+        ..common::limits(60)
+    });
+    j.test_budgets = budgets(2.0);
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert_eq!(out.reason, "test test_c ran past its budget of 2 s");
+    let results: Vec<_> = out
+        .tests
+        .iter()
+        .map(|t| (t.name.as_str(), t.result))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("test_a", TestResult::Pass),
+            ("test_b", TestResult::Pass),
+            ("test_c", TestResult::Crashed)
+        ]
+    );
+    // Ended at the test's 2 s, not the job's 60 s.
+    assert!(
+        out.usage.wall < Duration::from_secs(30),
+        "{:?}",
+        out.usage.wall
+    );
+}
+
+#[test]
+fn a_slow_test_within_its_budget_passes_and_budgets_do_not_add_up() {
+    let engine = engine();
+    // Each budget is the test's own: 1.5 s in the third test of a 3 s budget passes, and the
+    // budget restarts with each test.
+    let mut j = job(&sleeper(1.5), THREE_TESTS);
+    j.test_budgets = budgets(3.0);
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+    // A test without a budget has only the job's limit.
+    let mut j = job(&sleeper(1.5), THREE_TESTS);
+    j.test_budgets = budgets(0.5);
+    j.test_budgets.remove("test_c");
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+}

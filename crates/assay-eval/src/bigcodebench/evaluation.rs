@@ -177,6 +177,7 @@ impl Evaluation<'_> {
                 digest,
                 test: task.test.clone(),
                 limits: options.limits.clone(),
+                test_budgets: Default::default(),
                 guards: options.guards,
             };
             let mut reference = waiting.get(&sample.task_id).cloned();
@@ -197,6 +198,7 @@ impl Evaluation<'_> {
                 };
                 job.limits.wall = time.limit(measured.as_ref());
                 job.limits.cpu = None;
+                job.test_budgets = time.test_budgets(measured.as_ref());
                 let _ = tx.send(Finished::Sample(judge(&engine, &environment, job).await));
             });
         }

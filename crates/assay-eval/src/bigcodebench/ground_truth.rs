@@ -196,6 +196,7 @@ impl References {
                 digest,
                 test: task.test.clone(),
                 limits: reference_limits(),
+                test_budgets: Default::default(),
                 guards: self.guards,
             };
             let (engine, environment, done) = (engine.clone(), environment.clone(), done.clone());
@@ -261,6 +262,7 @@ mod tests {
             seconds,
             reason: format!("{status}"),
             processes_peak: None,
+            tests: Default::default(),
         }
     }
 

@@ -1,5 +1,8 @@
 //! One program against its task's tests: the sandbox job, and its record.
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use assay_records::{InfraCause, IsolationLevel, SampleRecord, Status, RECORD_OUTPUT_BYTES};
 use assay_sandbox::{Engine, Limits, UnittestJob};
 
@@ -18,6 +21,8 @@ pub(crate) struct Job {
     pub digest: String,
     pub test: String,
     pub limits: Limits,
+    /// Budgets of single tests (none: the job's limit alone).
+    pub test_budgets: BTreeMap<String, Duration>,
     pub guards: bool,
 }
 
@@ -25,6 +30,7 @@ pub(crate) struct Job {
 pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) -> SampleRecord {
     let mut unittest = UnittestJob::new(job.program, job.test);
     unittest.limits = Some(job.limits);
+    unittest.test_budgets = job.test_budgets;
     unittest.guards = job.guards;
     let outcome = engine.run_unittest(unittest).await;
     let infra = infra_cause(&outcome, environment);

@@ -226,6 +226,8 @@ class Recorder(_result.TestResult):
 
     def startTest(self, test):
         super().startTest(test)
+        # The supervisor starts the test's own clock, if it has a budget, on this frame.
+        self._emit({"ev": "test_start", "name": test_key(test)})
         self._current = {"outcome": None, "detail": None, "started": time.perf_counter()}
 
     def stopTest(self, test):
