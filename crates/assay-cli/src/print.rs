@@ -90,6 +90,14 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
         .map(|Slow(task, secs, status)| format!("{task} {secs:.1} s ({status})"))
         .collect();
     println!("  slowest: {}", slow.join(", "));
+    let saved = &summary.budgets_saved;
+    if saved.samples > 0 {
+        println!(
+            "  time budgets ended {} before the official 240 s: {:.0} s of waiting saved",
+            count(saved.samples, "timed-out sample", "timed-out samples"),
+            saved.seconds
+        );
+    }
     println!(
         "  {:.0} s; results in {}",
         summary.wall_seconds,

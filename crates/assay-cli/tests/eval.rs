@@ -386,6 +386,10 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     // official 240 s: 55 s leaves 25 s for scheduling delays, far beyond any.
     let wall = record["wall_seconds"].as_f64().unwrap();
     assert!((30.0..55.0).contains(&wall), "{wall}");
+    // What the official policy would have waited beyond it.
+    assert_eq!(summary["budgets_saved"]["samples"], 1);
+    let saved = summary["budgets_saved"]["seconds"].as_f64().unwrap();
+    assert!((saved - (240.0 - wall)).abs() < 1e-6, "{saved} {wall}");
 }
 
 #[test]

@@ -26,6 +26,6 @@ pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
 pub use manifest::{now, GenerationDone, Identity, Kind, Manifest, ModelAccess, SCHEMA};
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
 pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
-pub use summary::{CheckSummary, EvalSummary, Scores, Slow};
+pub use summary::{BudgetsSaved, CheckSummary, EvalSummary, Scores, Slow};
 pub use time_policy::TimePolicy;
 pub use verdict::{InfraCause, Official, OfficialStatus};

@@ -29,6 +29,15 @@ pub struct Scores {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slow(pub String, pub f64, pub String);
 
+/// Samples a time budget ended before the official limit, and the waiting that saved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetsSaved {
+    /// Samples that timed out before the official 240 s.
+    pub samples: usize,
+    /// Sum over them of 240 s minus the time they ran.
+    pub seconds: f64,
+}
+
 /// What an evaluation came to (`summary.json` of `eval` and `run`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalSummary {
@@ -53,6 +62,10 @@ pub struct EvalSummary {
     pub ground_truth: GroundTruthSummary,
     /// How long samples could run.
     pub time_policy: TimePolicy,
+    /// What budgets saved: the samples they ended before the official 240 s, and the seconds
+    /// of waiting the official policy would have spent on them beyond what assay did.
+    #[serde(default)]
+    pub budgets_saved: BudgetsSaved,
     /// Seconds this session took.
     pub wall_seconds: f64,
 }

@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::ground_truth::ReferenceResult;
 use crate::outcome::Status;
 
+/// How long the official harness lets every sample run.
+pub const OFFICIAL_SECONDS: f64 = 240.0;
+
 /// How long a sample may run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -150,6 +150,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         slowest: Vec::new(),
         ground_truth: ground_truth(),
         time_policy: TimePolicy::DEFAULT,
+        budgets_saved: BudgetsSaved::default(),
         wall_seconds: 0.0,
     };
     let check = CheckSummary {
@@ -169,6 +170,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         ("EvalSummary", undocumented(&summary, &spec)),
         ("GroundTruthSummary", undocumented(&ground_truth(), &spec)),
         ("CheckSummary", undocumented(&check, &spec)),
+        ("BudgetsSaved", undocumented(&BudgetsSaved::default(), &spec)),
     ]
     .into_iter()
     .filter(|(_, keys)| !keys.is_empty())

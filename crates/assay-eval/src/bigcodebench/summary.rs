@@ -3,7 +3,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use assay_records::{EvalSummary, GroundTruthSummary, SampleRecord, Scores, Slow, TimePolicy};
+use assay_records::{
+    time_policy, BudgetsSaved, EvalSummary, GroundTruthSummary, SampleRecord, Scores, Slow, Status,
+    TimePolicy,
+};
 use assay_score::{pass_at_ks, TaskTally, DEFAULT_KS};
 use assay_tasks::bigcodebench::Dataset;
 
@@ -82,6 +85,14 @@ pub fn summarize(
         .collect();
     slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
     slowest.truncate(SLOWEST_LISTED);
+    let mut budgets_saved = BudgetsSaved::default();
+    for result in results.values() {
+        let official = time_policy::OFFICIAL_SECONDS;
+        if result.status == Status::Timeout && result.wall_seconds < official {
+            budgets_saved.samples += 1;
+            budgets_saved.seconds += official - result.wall_seconds;
+        }
+    }
     EvalSummary {
         scores,
         tasks_in_dataset: dataset.tasks.len(),
@@ -98,6 +109,7 @@ pub fn summarize(
         slowest,
         ground_truth,
         time_policy,
+        budgets_saved,
         wall_seconds: wall.as_secs_f64(),
     }
 }
@@ -154,6 +166,45 @@ mod tests {
         assert_eq!(
             scores.pass_at_k_infra_as_fail,
             [("pass@1".to_string(), 0.5)].into()
+        );
+    }
+
+    #[test]
+    fn the_summary_counts_what_budgets_saved_against_the_official_limit() {
+        let timeout = Some(OfficialStatus::Timeout);
+        let mut hung_early = result(0, "a", timeout);
+        (hung_early.status, hung_early.wall_seconds) = (Status::Timeout, 50.0);
+        let mut hung_at_cap = result(1, "b", timeout);
+        (hung_at_cap.status, hung_at_cap.wall_seconds) = (Status::Timeout, 240.0);
+        let mut passed = result(2, "c", Some(OfficialStatus::Pass));
+        (passed.status, passed.wall_seconds) = (Status::Pass, 1.0);
+        let results: BTreeMap<usize, SampleRecord> = [hung_early, hung_at_cap, passed]
+            .into_iter()
+            .map(|r| (r.index, r))
+            .collect();
+        let dataset = Dataset::embedded("v0.1.4", assay_tasks::bigcodebench::Subset::Hard).unwrap();
+        let ground_truth = GroundTruthSummary {
+            pass_rate: 1.0,
+            failed_tasks: BTreeMap::new(),
+            cache: Default::default(),
+            processes: assay_records::ProcessPeaks {
+                measured: 0,
+                highest: Vec::new(),
+            },
+        };
+        let summary = summarize(
+            &dataset,
+            &results,
+            scores(&results),
+            ground_truth,
+            TimePolicy::DEFAULT,
+            Duration::from_secs(1),
+        );
+        assert_eq!(summary.budgets_saved.samples, 1);
+        assert_eq!(summary.budgets_saved.seconds, 190.0);
+        assert_eq!(
+            summary.slowest[0],
+            Slow("b".into(), 240.0, "timeout".into())
         );
     }
 }
