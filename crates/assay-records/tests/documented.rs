@@ -170,7 +170,10 @@ fn every_field_of_every_record_is_in_the_spec() {
         ("EvalSummary", undocumented(&summary, &spec)),
         ("GroundTruthSummary", undocumented(&ground_truth(), &spec)),
         ("CheckSummary", undocumented(&check, &spec)),
-        ("BudgetsSaved", undocumented(&BudgetsSaved::default(), &spec)),
+        (
+            "BudgetsSaved",
+            undocumented(&BudgetsSaved::default(), &spec),
+        ),
     ]
     .into_iter()
     .filter(|(_, keys)| !keys.is_empty())
