@@ -768,6 +768,27 @@ mod tests {
     }
 
     #[test]
+    fn records_read_back_are_rewritten_byte_for_byte() {
+        // 17 significant digits: the default float parser of serde_json reads this one ulp off.
+        #[derive(serde::Serialize, serde::Deserialize)]
+        struct Timed {
+            cpu_seconds: Option<f64>,
+            wall_seconds: f64,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let line = "{\"cpu_seconds\":2.9417116549999998,\"wall_seconds\":3.005571236}\n";
+        drop(open(dir.path(), &manifest("a")).unwrap());
+        std::fs::write(dir.path().join(RESULTS), line).unwrap();
+        let opened = RunDir::open::<Timed>(dir.path(), &manifest("a")).unwrap();
+        let mut run = opened.dir;
+        run.rewrite_results(&opened.records).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(RESULTS)).unwrap(),
+            line
+        );
+    }
+
+    #[test]
     fn derived_files_are_whole() {
         let dir = tempfile::tempdir().unwrap();
         let run = open(dir.path(), &manifest("a")).unwrap().dir;
