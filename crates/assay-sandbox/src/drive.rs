@@ -36,6 +36,8 @@ pub(crate) enum End {
     Exited,
     /// The deadline passed.
     Deadline,
+    /// A deadline the caller set on the way (a test's budget) passed before the job's own.
+    Budget,
     /// The results stream broke the protocol (too large, not JSON...).
     Garbled(String),
 }
@@ -147,7 +149,9 @@ pub(crate) async fn run_until<R: Into<Read>>(
         // Biased, deadline first: a job flooding its output must not starve its own deadline.
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(current) => return End::Deadline,
+            _ = tokio::time::sleep_until(current) => {
+                return if current < deadline { End::Budget } else { End::Deadline };
+            }
             _ = tokio::time::sleep_until(exit_grace.unwrap_or(deadline)), if exit_grace.is_some() => {
                 return End::Exited
             }
@@ -327,12 +331,19 @@ pub(crate) fn ending<'a>(
     started: bool,
     reported: impl Fn(&Value) -> bool,
 ) -> Ending<'a> {
-    if matches!(end, End::Deadline) {
-        let reason = format!(
-            "the wall-clock limit of {} s was reached",
-            limits.wall.as_secs_f64()
-        );
-        return Ending::Stopped(crate::Status::Timeout, reason);
+    match end {
+        End::Deadline => {
+            let reason = format!(
+                "the wall-clock limit of {} s was reached",
+                limits.wall.as_secs_f64()
+            );
+            return Ending::Stopped(crate::Status::Timeout, reason);
+        }
+        End::Budget => {
+            let reason = "a test's time budget was reached".to_string();
+            return Ending::Stopped(crate::Status::Timeout, reason);
+        }
+        _ => {}
     }
     let report = match end {
         End::Final(frame) if reported(frame) => Some(frame),

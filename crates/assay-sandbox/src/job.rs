@@ -357,7 +357,7 @@ impl UnittestRun {
             Ending::Stopped(status, reason) => {
                 // A test that ran out of its own budget, not the job's: say which.
                 let reason = match (&end, &progress.running) {
-                    (End::Deadline, Some((name, budget))) if *budget < limits.wall => {
+                    (End::Budget, Some((name, budget))) => {
                         let seconds = (budget.as_secs_f64() * 10.0).round() / 10.0;
                         format!("test {name} ran past its budget of {seconds} s")
                     }

@@ -458,3 +458,21 @@ fn a_slow_test_within_its_budget_passes_and_budgets_do_not_add_up() {
     let out = run(engine.run_unittest(j));
     assert_eq!(out.status, Status::Pass, "{}", out.reason);
 }
+
+#[test]
+fn the_jobs_own_limit_is_not_blamed_on_a_test() {
+    let engine = engine();
+    // test_a and test_b take 1.5 s each; test_c hangs from about 3 s. Its 3 s budget would
+    // end at about 6 s, after the job's own 4 s: the job's limit ended it, whatever test ran.
+    let code =
+        "import time\ndef task_func(x):\n    time.sleep(1.5 if x < 3 else 600)\n    return x\n";
+    let mut j = job(code, THREE_TESTS);
+    j.limits = Some(Limits {
+        wall: Duration::from_secs(4),
+        ..common::limits(4)
+    });
+    j.test_budgets = budgets(3.0);
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert_eq!(out.reason, "the wall-clock limit of 4 s was reached");
+}
