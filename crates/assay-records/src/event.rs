@@ -69,10 +69,3 @@ pub trait Listener: Send {
     /// One event.
     fn on_event(&mut self, event: &RunEvent);
 }
-
-/// A listener that ignores everything (`--json` runs, tests).
-pub struct Silent;
-
-impl Listener for Silent {
-    fn on_event(&mut self, _: &RunEvent) {}
-}

@@ -16,7 +16,7 @@ pub mod summary;
 pub mod time_policy;
 pub mod verdict;
 
-pub use event::{Listener, RunEvent, Silent};
+pub use event::{Listener, RunEvent};
 pub use generation::{
     GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Split, TokenUsage,
     Unanswered,
@@ -27,5 +27,5 @@ pub use manifest::{now, GenerationDone, Identity, Kind, Manifest, ModelAccess, S
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
 pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
 pub use summary::{BudgetsSaved, CheckSummary, EvalSummary, Scores, Slow};
-pub use time_policy::TimePolicy;
+pub use time_policy::{TimePolicy, OFFICIAL_TIMEOUT_SECONDS};
 pub use verdict::{InfraCause, Official, OfficialStatus};

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::ground_truth::ReferenceResult;
 use crate::outcome::Status;
 
-/// How long the official harness lets every sample run.
-pub const OFFICIAL_SECONDS: f64 = 240.0;
+/// How long the official harness lets every sample (and its ground truth, every reference)
+/// run: the cap of every budget, and the reference runs' limit.
+pub const OFFICIAL_TIMEOUT_SECONDS: u64 = 240;
 
 /// How long a sample may run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,7 +54,7 @@ impl TimePolicy {
     pub const DEFAULT: TimePolicy = TimePolicy::Budget {
         floor_seconds: 60.0,
         factor: 5.0,
-        cap_seconds: 240.0,
+        cap_seconds: OFFICIAL_TIMEOUT_SECONDS as f64,
         test_floor_seconds: 30.0,
         test_factor: 5.0,
     };

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use assay_records::{
     GroundTruthSummary, Identity, Kind, Manifest, ProcessPeaks, ReferenceResult, SampleRecord,
+    OFFICIAL_TIMEOUT_SECONDS,
 };
 use assay_rundir::{RunDir, RunDirError};
 use assay_sandbox::{default_processes, Engine, Limits};
@@ -27,7 +28,7 @@ use super::verdict::Environment;
 pub const CACHE_DIR: &str = "ground-truth";
 
 /// How long a reference solution may run: the official ground-truth limit.
-pub const REFERENCE_TIMEOUT: Duration = Duration::from_secs(240);
+pub const REFERENCE_TIMEOUT: Duration = Duration::from_secs(OFFICIAL_TIMEOUT_SECONDS);
 /// Processes and threads a reference may have at once: twice the default for samples, so that
 /// the references' measured peaks, not a cap, are what set that default
 /// (`assay_sandbox::default_processes`).

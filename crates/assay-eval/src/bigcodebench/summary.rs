@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use assay_records::{
-    time_policy, BudgetsSaved, EvalSummary, GroundTruthSummary, SampleRecord, Scores, Slow, Status,
-    TimePolicy,
+    BudgetsSaved, EvalSummary, GroundTruthSummary, SampleRecord, Scores, Slow, Status, TimePolicy,
+    OFFICIAL_TIMEOUT_SECONDS,
 };
 use assay_score::{pass_at_ks, TaskTally, DEFAULT_KS};
 use assay_tasks::bigcodebench::Dataset;
@@ -86,8 +86,8 @@ pub fn summarize(
     slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
     slowest.truncate(SLOWEST_LISTED);
     let mut budgets_saved = BudgetsSaved::default();
+    let official = OFFICIAL_TIMEOUT_SECONDS as f64;
     for result in results.values() {
-        let official = time_policy::OFFICIAL_SECONDS;
         if result.status == Status::Timeout && result.wall_seconds < official {
             budgets_saved.samples += 1;
             budgets_saved.seconds += official - result.wall_seconds;
