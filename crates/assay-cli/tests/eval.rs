@@ -367,7 +367,10 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["official"], json!({"timeout": 1}));
     assert_eq!(summary["time_policy"]["budget"]["floor_seconds"], 60.0);
-    assert_eq!(summary["time_policy"]["budget"]["test_floor_seconds"], 30.0);
+    assert_eq!(
+        summary["time_policy"]["budget"]["test_cpu_floor_seconds"],
+        30.0
+    );
     let record: Value = serde_json::from_str(
         std::fs::read_to_string(dir.path().join("run/results.jsonl"))
             .unwrap()
@@ -375,11 +378,11 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     )
     .unwrap();
     // The task's reference takes well under 12 s, so the sample gets the 60 s floor, and its
-    // first test, where it hangs, the 30 s floor of a test: that budget ended it, and the
+    // first test, where it spins, the 30 s CPU floor of a test: that budget ended it, and the
     // reason names the test.
     let reason = record["reason"].as_str().unwrap();
     assert_eq!(
-        reason, "test test_case_1 ran past its budget of 30 s",
+        reason, "test test_case_1 computed past its CPU budget of 30 s",
         "{record}"
     );
     // Not cut before the test's budget, and cut at it rather than at the sample's 60 s or the

@@ -27,5 +27,5 @@ pub use manifest::{now, GenerationDone, Identity, Kind, Manifest, ModelAccess, S
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
 pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
 pub use summary::{BudgetsSaved, CheckSummary, EvalSummary, Scores, Slow};
-pub use time_policy::{TimePolicy, OFFICIAL_TIMEOUT_SECONDS};
+pub use time_policy::{TestBudget, TimePolicy, OFFICIAL_TIMEOUT_SECONDS};
 pub use verdict::{InfraCause, Official, OfficialStatus};

@@ -85,6 +85,10 @@ pub struct TestOutcome {
     pub detail: String,
     /// How long it ran.
     pub seconds: f64,
+    /// CPU time the job's processes used while it ran, as the supervisor measured it (not
+    /// the job: the code could forge that); none where no meter could read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_seconds: Option<f64>,
 }
 
 /// What a job wrote to one of its output streams, capped.

@@ -12,6 +12,15 @@ use crate::outcome::Status;
 /// run: the cap of every budget, and the reference runs' limit.
 pub const OFFICIAL_TIMEOUT_SECONDS: u64 = 240;
 
+/// What one test of a sample may use before it ends as a timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestBudget {
+    /// CPU time of the job's processes since the test started.
+    pub cpu: Duration,
+    /// Time since the test started during which the job's processes computed next to nothing.
+    pub waiting: Duration,
+}
+
 /// How long a sample may run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -27,9 +36,13 @@ pub enum TimePolicy {
     /// those that hang like the reference would otherwise hold the end of every run for the
     /// cap. Tasks whose reference fails or was not judged get the cap.
     ///
-    /// Each test method also gets a budget of its own where the reference passed: `test_factor`
-    /// times the reference's time in that test, at least `test_floor_seconds`: a sample that
-    /// hangs in one test ends there, not at the task's budget.
+    /// Each test method also gets a budget of its own where the reference passed, in two
+    /// parts, each counted from the test's start: CPU time, `test_cpu_factor` times the
+    /// reference's time in that test and at least `test_cpu_floor_seconds`; and time spent
+    /// waiting (the job's processes computing next to nothing), `test_wait_factor` times it and
+    /// at least `test_wait_floor_seconds`. A sample that computes slowly has the CPU budget; one
+    /// that hangs, waiting for what never comes, ends at the waiting budget, which can be tight
+    /// because a passing sample waits about as long as the reference does.
     Budget {
         /// The least any task gets.
         floor_seconds: f64,
@@ -37,10 +50,14 @@ pub enum TimePolicy {
         factor: f64,
         /// The most any task gets.
         cap_seconds: f64,
-        /// The least any test gets.
-        test_floor_seconds: f64,
-        /// Times the reference's time in the same test.
-        test_factor: f64,
+        /// The least CPU time any test gets.
+        test_cpu_floor_seconds: f64,
+        /// CPU time: times the reference's time in the same test.
+        test_cpu_factor: f64,
+        /// The least waiting any test gets.
+        test_wait_floor_seconds: f64,
+        /// Waiting: times the reference's time in the same test.
+        test_wait_factor: f64,
     },
 }
 
@@ -48,15 +65,19 @@ impl TimePolicy {
     /// assay's default, chosen on the official runs (docs/parity.md): their slowest passing
     /// sample takes 30 s where the reference takes 0.3 s (RSA key generation), so the floor
     /// keeps twice that; a hung sample still ends four times sooner than at 240 s. Their
-    /// slowest passing test takes 15.3 s (the same key generation; its reference 0.02 s), so
-    /// a test's floor keeps twice that; where a reference test takes 0.5 s or more, passing
-    /// samples take at most 1.38 times as long, and the factor keeps 3.6 times that.
+    /// slowest passing test computes for 15.3 s (the same key generation; its reference
+    /// 0.02 s), so a test's CPU floor keeps twice that; where a reference test takes 0.5 s or
+    /// more, passing samples take at most 1.38 times as long, and the CPU factor keeps 3.6 times
+    /// that. No passing test waits much longer than its reference: the waiting budget is twice
+    /// the reference's time, at least 10 s.
     pub const DEFAULT: TimePolicy = TimePolicy::Budget {
         floor_seconds: 60.0,
         factor: 5.0,
         cap_seconds: OFFICIAL_TIMEOUT_SECONDS as f64,
-        test_floor_seconds: 30.0,
-        test_factor: 5.0,
+        test_cpu_floor_seconds: 30.0,
+        test_cpu_factor: 5.0,
+        test_wait_floor_seconds: 10.0,
+        test_wait_factor: 2.0,
     };
 
     /// The limit of a task whose reference run is `reference` (none: not measured).
@@ -80,11 +101,16 @@ impl TimePolicy {
     /// The budgets of single tests of a task whose reference run is `reference`, by test
     /// name: none under a fixed limit (the official policy), nor where the reference did not
     /// pass.
-    pub fn test_budgets(&self, reference: Option<&ReferenceResult>) -> BTreeMap<String, Duration> {
+    pub fn test_budgets(
+        &self,
+        reference: Option<&ReferenceResult>,
+    ) -> BTreeMap<String, TestBudget> {
         let TimePolicy::Budget {
             cap_seconds,
-            test_floor_seconds,
-            test_factor,
+            test_cpu_floor_seconds,
+            test_cpu_factor,
+            test_wait_floor_seconds,
+            test_wait_factor,
             ..
         } = *self
         else {
@@ -93,12 +119,18 @@ impl TimePolicy {
         let Some(reference) = reference.filter(|r| r.passed()) else {
             return BTreeMap::new();
         };
+        let part = |seconds: f64, factor: f64, floor: f64| {
+            Duration::from_secs_f64((seconds * factor).clamp(floor, cap_seconds))
+        };
         reference
             .tests
             .iter()
             .map(|(name, &seconds)| {
-                let budget = (seconds * test_factor).clamp(test_floor_seconds, cap_seconds);
-                (name.clone(), Duration::from_secs_f64(budget))
+                let budget = TestBudget {
+                    cpu: part(seconds, test_cpu_factor, test_cpu_floor_seconds),
+                    waiting: part(seconds, test_wait_factor, test_wait_floor_seconds),
+                };
+                (name.clone(), budget)
             })
             .collect()
     }
@@ -128,8 +160,10 @@ mod tests {
             floor_seconds: 10.0,
             factor: 5.0,
             cap_seconds: 240.0,
-            test_floor_seconds: 3.0,
-            test_factor: 4.0,
+            test_cpu_floor_seconds: 3.0,
+            test_cpu_factor: 4.0,
+            test_wait_floor_seconds: 1.0,
+            test_wait_factor: 2.0,
         };
         let secs = |r: Option<ReferenceResult>| policy.limit(r.as_ref()).as_secs_f64();
         assert_eq!(secs(Some(reference(Status::Pass, 0.1))), 10.0);
@@ -147,14 +181,14 @@ mod tests {
                 .as_secs_f64(),
             3.0
         );
-        // Tests: factor times the reference's test, at least the floor; none under the
-        // official policy or without a passing reference.
+        // Tests: factor times the reference's test, at least the floor, for CPU and waiting
+        // apart; none under the official policy or without a passing reference.
         let tests = policy.test_budgets(Some(&reference(Status::Pass, 20.1)));
-        let secs: Vec<(&str, f64)> = tests
+        let secs: Vec<(&str, f64, f64)> = tests
             .iter()
-            .map(|(name, d)| (name.as_str(), d.as_secs_f64()))
+            .map(|(name, b)| (name.as_str(), b.cpu.as_secs_f64(), b.waiting.as_secs_f64()))
             .collect();
-        assert_eq!(secs, [("test_quick", 3.0), ("test_slow", 80.0)]);
+        assert_eq!(secs, [("test_quick", 3.0, 1.0), ("test_slow", 80.0, 40.0)]);
         assert!(fixed
             .test_budgets(Some(&reference(Status::Pass, 20.1)))
             .is_empty());

@@ -14,8 +14,9 @@ use crate::cgroup::CgroupStats;
 use crate::config::Limits;
 use crate::outcome::Usage;
 use crate::sandbox::Sandbox;
+use crate::slots::{CpuMeter, IDLE_SHARE};
 use crate::worker::{ExitNotice, Rusage};
-use assay_records::Captured;
+use assay_records::{Captured, TestBudget};
 
 /// How long to wait for the rest of the output once the job process is dead.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -36,10 +37,35 @@ pub(crate) enum End {
     Exited,
     /// The deadline passed.
     Deadline,
-    /// A deadline the caller set on the way (a test's budget) passed before the job's own.
-    Budget,
+    /// The part of the job running (a test) used up its own budget before the job's
+    /// deadline.
+    Budget(Overrun),
     /// The results stream broke the protocol (too large, not JSON...).
     Garbled(String),
+}
+
+impl End {
+    /// The variant's name, for logs (a final frame can be long).
+    pub fn label(&self) -> &'static str {
+        match self {
+            End::Final(_) => "final frame",
+            End::Closed => "results closed",
+            End::Exited => "exited",
+            End::Deadline => "deadline",
+            End::Budget(Overrun::Cpu) => "CPU budget",
+            End::Budget(Overrun::Waiting) => "waiting budget",
+            End::Garbled(_) => "garbled",
+        }
+    }
+}
+
+/// Which part of a test's budget ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Overrun {
+    /// Its CPU time: it computed too long.
+    Cpu,
+    /// Its waiting: it sat computing next to nothing too long.
+    Waiting,
 }
 
 /// One captured output stream of a job.
@@ -116,10 +142,9 @@ pub(crate) enum Read {
     On,
     /// The frame the job was waiting for: stop.
     Done,
-    /// Go on, but end at this instant if it comes before the job's own deadline (a test
-    /// started that has a budget of its own).
-    Until(Instant),
-    /// Go on, back to the job's own deadline.
+    /// A part of the job with a budget of its own (a test) starts now.
+    Start(TestBudget),
+    /// The part with a budget ended: back to the job's own deadline alone.
     Reset,
 }
 
@@ -133,34 +158,91 @@ impl From<bool> for Read {
     }
 }
 
+/// How often the CPU use of a part with a budget is read.
+const BUDGET_TICK: Duration = Duration::from_millis(250);
+
+/// The part of a job running under a budget, and what it has used so far.
+struct Part {
+    budget: TestBudget,
+    cpu_at_start: Duration,
+    /// The last reading: when, and the job's CPU time then.
+    last: (Instant, Duration),
+    waited: Duration,
+}
+
+impl Part {
+    fn start(budget: TestBudget, meter: &CpuMeter) -> Part {
+        let cpu = meter.read().unwrap_or_default();
+        Part {
+            budget,
+            cpu_at_start: cpu,
+            last: (Instant::now(), cpu),
+            waited: Duration::ZERO,
+        }
+    }
+
+    /// Counts the time since the last reading as waiting if the job's processes used under
+    /// [`IDLE_SHARE`] of a CPU in it (the share at which a job lends its slot) and none of
+    /// their threads is runnable now (one kept from a CPU by a busy machine is not waiting);
+    /// says which budget ran out, if one did.
+    fn tick(&mut self, meter: &CpuMeter) -> Option<Overrun> {
+        let cpu = meter.read()?;
+        let now = Instant::now();
+        let (then, before) = self.last;
+        let span = now - then;
+        let idle = cpu.saturating_sub(before).as_secs_f64() < IDLE_SHARE * span.as_secs_f64();
+        if idle && !meter.runnable() {
+            self.waited += span;
+        }
+        self.last = (now, cpu);
+        if cpu.saturating_sub(self.cpu_at_start) > self.budget.cpu {
+            Some(Overrun::Cpu)
+        } else if self.waited > self.budget.waiting {
+            Some(Overrun::Waiting)
+        } else {
+            None
+        }
+    }
+}
+
 /// Reads results and output until `on_frame` says a frame is the one awaited, or the job
-/// ends, or the deadline (`deadline`, or an earlier one `on_frame` sets) passes.
+/// ends, or the deadline passes, or a part of the job `on_frame` started runs out of its
+/// budget. `on_frame` also gets the job's CPU meter, to read when a frame needs it.
 pub(crate) async fn run_until<R: Into<Read>>(
     sandbox: &mut Sandbox,
     streams: &mut Streams,
     deadline: Instant,
-    mut on_frame: impl FnMut(&Value) -> R,
+    mut on_frame: impl FnMut(&Value, &CpuMeter) -> R,
 ) -> End {
+    let meter = sandbox.cpu_meter();
     // Once the process is gone, frames it wrote may still wait in the pipe: keep reading for
     // a moment before calling it an exit.
     let mut exit_grace: Option<Instant> = None;
-    let mut current = deadline;
+    let mut part: Option<Part> = None;
+    let mut tick = tokio::time::interval(BUDGET_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Biased, deadline first: a job flooding its output must not starve its own deadline.
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(current) => {
-                return if current < deadline { End::Budget } else { End::Deadline };
+            _ = tokio::time::sleep_until(deadline) => return End::Deadline,
+            _ = tick.tick(), if part.is_some() => {
+                if let Some(overrun) = part.as_mut().and_then(|p| p.tick(&meter)) {
+                    return End::Budget(overrun);
+                }
             }
             _ = tokio::time::sleep_until(exit_grace.unwrap_or(deadline)), if exit_grace.is_some() => {
                 return End::Exited
             }
             frame = sandbox.results.next() => match frame {
-                Ok(Some(frame)) => match on_frame(&frame).into() {
+                Ok(Some(frame)) => match on_frame(&frame, &meter).into() {
                     Read::On => {}
                     Read::Done => return End::Final(frame),
-                    Read::Until(at) => current = at.min(deadline),
-                    Read::Reset => current = deadline,
+                    Read::Start(budget) => {
+                        part = Some(Part::start(budget, &meter));
+                        tick.reset();
+                    }
+                    Read::Reset => part = None,
                 },
                 Ok(None) => return End::Closed,
                 Err(e) => return End::Garbled(e.to_string()),
@@ -339,7 +421,7 @@ pub(crate) fn ending<'a>(
             );
             return Ending::Stopped(crate::Status::Timeout, reason);
         }
-        End::Budget => {
+        End::Budget(_) => {
             let reason = "a test's time budget was reached".to_string();
             return Ending::Stopped(crate::Status::Timeout, reason);
         }

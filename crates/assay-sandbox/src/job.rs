@@ -12,14 +12,16 @@ use tokio::time::Instant;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::{IsolationMode, Limits};
 use crate::declared::declared_tests;
-use crate::drive::{ending, finish, run_until, settle, Aftermath, End, Ending, Read, Streams};
+use crate::drive::{
+    ending, finish, run_until, settle, Aftermath, End, Ending, Overrun, Read, Streams,
+};
 use crate::engine::{Engine, Inner};
 use crate::outcome::{PyError, ScriptOutcome, UnittestOutcome, Usage};
 use crate::sandbox::{Sandbox, Workspace};
 use crate::slots::CpuMeter;
 use assay_records::Captured;
 use assay_records::IsolationLevel;
-use assay_records::{Status, TestOutcome, TestResult};
+use assay_records::{Status, TestBudget, TestOutcome, TestResult};
 
 /// Source code and its `unittest` tests, run together in one module, as BigCodeBench does.
 #[derive(Debug, Clone)]
@@ -30,10 +32,10 @@ pub struct UnittestJob {
     pub test: String,
     /// The `unittest.TestCase` subclass to run. Default `TestCases`.
     pub test_class: String,
-    /// Time limits of single test methods, by name: a test still running at its budget ends
-    /// the job as a timeout naming it, long before the job's own wall limit. Tests without
-    /// one have only the job's limit.
-    pub test_budgets: BTreeMap<String, Duration>,
+    /// Budgets of single test methods, by name: a test that computes past its CPU budget, or
+    /// waits computing nothing past its waiting budget, ends the job as a timeout naming it,
+    /// long before the job's own wall limit. Tests without one have only the job's limit.
+    pub test_budgets: BTreeMap<String, TestBudget>,
     /// `None`: the engine's default limits.
     pub limits: Option<Limits>,
     /// Extra environment variables.
@@ -190,22 +192,24 @@ struct TestLog {
     /// A class-level fixture skipped (`SkipTest` in `setUpClass`): its tests never start, and
     /// the official harness counts that as passing.
     fixture_skipped: bool,
-    /// Time limits of single tests (see `UnittestJob::test_budgets`).
-    budgets: BTreeMap<String, Duration>,
-    /// The test running now with a budget, and that budget: the one to blame if the clock
-    /// runs out.
-    running: Option<(String, Duration)>,
+    /// Budgets of single tests (see `UnittestJob::test_budgets`).
+    budgets: BTreeMap<String, TestBudget>,
+    /// The test running now with a budget, and that budget: the one to blame if it runs out.
+    running: Option<(String, TestBudget)>,
+    /// The job's CPU time when the test now running started.
+    cpu_at_start: Option<Duration>,
 }
 
 impl TestLog {
-    fn observe(&mut self, frame: &Value) -> Read {
+    fn observe(&mut self, frame: &Value, meter: &CpuMeter) -> Read {
         match frame["ev"].as_str() {
             Some("test_start") => {
+                self.cpu_at_start = meter.read();
                 let name = frame["name"].as_str().unwrap_or_default();
                 match self.budgets.get(name) {
                     Some(&budget) => {
                         self.running = Some((name.to_string(), budget));
-                        Read::Until(Instant::now() + budget)
+                        Read::Start(budget)
                     }
                     None => {
                         self.running = None;
@@ -230,6 +234,10 @@ impl TestLog {
                     result,
                     detail: frame["detail"].as_str().unwrap_or_default().to_string(),
                     seconds: frame["seconds"].as_f64().unwrap_or(0.0),
+                    cpu_seconds: meter
+                        .read()
+                        .zip(self.cpu_at_start.take())
+                        .map(|(now, then)| now.saturating_sub(then).as_secs_f64()),
                 });
                 self.running = None;
                 Read::Reset
@@ -296,6 +304,7 @@ impl TestLog {
                 result,
                 detail,
                 seconds: 0.0,
+                cpu_seconds: None,
             });
         }
         tests
@@ -357,9 +366,18 @@ impl UnittestRun {
             Ending::Stopped(status, reason) => {
                 // A test that ran out of its own budget, not the job's: say which.
                 let reason = match (&end, &progress.running) {
-                    (End::Budget, Some((name, budget))) => {
-                        let seconds = (budget.as_secs_f64() * 10.0).round() / 10.0;
-                        format!("test {name} ran past its budget of {seconds} s")
+                    (End::Budget(overrun), Some((name, budget))) => {
+                        let tenths = |d: Duration| (d.as_secs_f64() * 10.0).round() / 10.0;
+                        match overrun {
+                            Overrun::Cpu => format!(
+                                "test {name} computed past its CPU budget of {} s",
+                                tenths(budget.cpu)
+                            ),
+                            Overrun::Waiting => format!(
+                                "test {name} waited, computing nothing, past its budget of {} s",
+                                tenths(budget.waiting)
+                            ),
+                        }
                     }
                     _ => reason,
                 };
@@ -584,7 +602,7 @@ impl Inner {
         env: &BTreeMap<String, String>,
         limits: &Limits,
         fields: Value,
-        mut on_frame: impl FnMut(&Value) -> Read,
+        mut on_frame: impl FnMut(&Value, &CpuMeter) -> Read,
     ) -> Result<Ran, String> {
         let mut slot = self.slot().await;
         // A ready process can die while it waits (the kernel's OOM killer picks job processes
@@ -609,22 +627,25 @@ impl Inner {
         };
         let mut streams = Streams::new(limits.output_bytes);
         let mut code_started = false;
-        let meter = sandbox
-            .cgroup
-            .as_ref()
-            .and_then(|c| c.cpu_meter())
-            .unwrap_or(CpuMeter::Tree(sandbox.host_pid));
-        let run = run_until(&mut sandbox, &mut streams, started + limits.wall, |frame| {
-            if frame["ev"] == "started" {
-                code_started = true;
-            }
-            on_frame(frame)
-        });
+        let meter = sandbox.cpu_meter();
+        let run = run_until(
+            &mut sandbox,
+            &mut streams,
+            started + limits.wall,
+            |frame, cpu| {
+                if frame["ev"] == "started" {
+                    code_started = true;
+                }
+                on_frame(frame, cpu)
+            },
+        );
+        tracing::debug!(kind, "job started");
         let end = tokio::select! {
             end = run => end,
             never = slot.follow(&meter) => match never {},
         };
         drop(slot);
+        tracing::debug!(kind, wall = ?started.elapsed(), end = end.label(), "job ended");
         let isolation = sandbox.layers.level();
         let workspace = sandbox.workspace.clone();
         let aftermath = match &end {
@@ -661,9 +682,14 @@ impl Engine {
             ..TestLog::default()
         };
         let ran = inner
-            .run_job("unittest", None, &job.env, &limits, fields, |frame| {
-                progress.observe(frame)
-            })
+            .run_job(
+                "unittest",
+                None,
+                &job.env,
+                &limits,
+                fields,
+                |frame, meter| progress.observe(frame, meter),
+            )
             .await;
         let Ran {
             end,
@@ -730,7 +756,7 @@ impl Engine {
                 &job.env,
                 &limits,
                 fields,
-                |frame| {
+                |frame, _| {
                     Read::from(matches!(
                         frame["ev"].as_str(),
                         Some("done" | "internal_error")

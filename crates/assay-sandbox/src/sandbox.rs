@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::cgroup::JobCgroup;
 use crate::frames::{write_frame, FrameReader};
+use crate::slots::CpuMeter;
 use crate::worker::{pid_of, ExitNotice, Worker};
 use assay_records::Layers;
 
@@ -123,6 +124,15 @@ fn nonblocking(fd: &OwnedFd) -> std::io::Result<()> {
 }
 
 impl Sandbox {
+    /// A meter of the CPU time the job's process tree uses: its cgroup's, or its live
+    /// processes' from `/proc` without one.
+    pub fn cpu_meter(&self) -> CpuMeter {
+        self.cgroup
+            .as_ref()
+            .and_then(|c| c.cpu_meter())
+            .unwrap_or(CpuMeter::Tree(self.host_pid))
+    }
+
     /// Forks a job process in `workspace`, waits for it to report its confinement, and puts
     /// it in `cgroup` when given.
     pub async fn spawn(

@@ -16,6 +16,7 @@ use crate::engine::{Engine, Inner};
 use crate::job::{encode_files, InputFile};
 use crate::outcome::{ExecOutcome, OutputFile, PyError};
 use crate::sandbox::{Sandbox, Signaller, Workspace};
+use crate::slots::CpuMeter;
 use crate::Error;
 use assay_records::Captured;
 use assay_records::IsolationLevel;
@@ -204,7 +205,7 @@ impl Session {
         let mut streams = Streams::new(self.limits.output_bytes);
         sandbox.results.reset_budget();
         // The answer to this cell, or the harness's own failure report (the session ends).
-        let matches = |frame: &Value| {
+        let matches = |frame: &Value, _: &CpuMeter| {
             (frame["ev"] == "exec_done" && frame["id"] == id) || frame["ev"] == "internal_error"
         };
         let mut in_flight = CellInFlight {

@@ -23,7 +23,7 @@ const TICK: Duration = Duration::from_millis(250);
 /// The span over which CPU use is judged.
 const WINDOW: Duration = Duration::from_secs(1);
 /// Below this share of one CPU over the window, a job is waiting and lends its slot.
-const IDLE_SHARE: f64 = 0.1;
+pub(crate) const IDLE_SHARE: f64 = 0.1;
 /// Above this share, a job that lent its slot is computing again and takes one back.
 const BUSY_SHARE: f64 = 0.3;
 
@@ -81,6 +81,7 @@ impl Slot<'_> {
     /// The job is waiting: its slot goes to the next job in line.
     pub fn lend(&mut self) {
         if self.holds {
+            tracing::debug!("slot lent");
             self.holds = false;
             self.slots.give_back();
         }
@@ -89,6 +90,7 @@ impl Slot<'_> {
     /// The job computes again: it takes a free slot, or owes one.
     pub fn reclaim(&mut self) {
         if !self.holds {
+            tracing::debug!("slot reclaimed");
             self.holds = true;
             match self.slots.free.try_acquire() {
                 Ok(permit) => permit.forget(),
@@ -148,32 +150,54 @@ impl CpuMeter {
         match self {
             CpuMeter::Cgroup { dir, v2 } => cgroup::cpu_used(dir, *v2),
             CpuMeter::Tree(root) => {
-                let ticks = tree_ticks(*root)?;
+                let ticks: u64 = tree(*root)?
+                    .iter()
+                    .filter_map(|pid| stat_fields(&format!("/proc/{pid}/stat")))
+                    .map(|f| field(&f, 14).unwrap_or(0) + field(&f, 15).unwrap_or(0))
+                    .sum();
                 Some(Duration::from_secs_f64(ticks as f64 / clock_ticks()))
             }
         }
     }
+
+    /// Whether a thread of the job is runnable now: computing, or ready to and kept from a
+    /// CPU by a busy machine. A job that used little CPU while some thread was runnable was
+    /// starved, not waiting.
+    pub fn runnable(&self) -> bool {
+        let threads: Vec<String> = match self {
+            CpuMeter::Cgroup { dir, v2 } => {
+                let list = dir.join(if *v2 { "cgroup.threads" } else { "tasks" });
+                std::fs::read_to_string(list)
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(|tid| format!("/proc/{tid}/stat"))
+                    .collect()
+            }
+            CpuMeter::Tree(root) => tree(*root)
+                .unwrap_or_default()
+                .iter()
+                .flat_map(|pid| {
+                    std::fs::read_dir(format!("/proc/{pid}/task"))
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .map(|task| task.path().join("stat").display().to_string())
+                })
+                .collect(),
+        };
+        threads.iter().any(|stat| {
+            stat_fields(stat).is_some_and(|f| f.first().is_some_and(|state| *state == "R"))
+        })
+    }
 }
 
-/// User and system clock ticks of `root` and every live descendant.
-fn tree_ticks(root: i32) -> Option<u64> {
-    let mut total = 0;
+/// `root` and every live descendant; `None` when `root` itself is gone.
+fn tree(root: i32) -> Option<Vec<i32>> {
+    std::fs::metadata(format!("/proc/{root}")).ok()?;
+    let mut found = Vec::new();
     let mut stack = vec![root];
-    let mut first = true;
     while let Some(pid) = stack.pop() {
-        let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => stat,
-            // The root gone means nothing to measure; a child gone meanwhile is fine.
-            Err(_) if first => return None,
-            Err(_) => continue,
-        };
-        first = false;
-        // Fields after the command (which may hold spaces and parentheses): state is the
-        // 3rd field, utime and stime the 14th and 15th.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<u64>().ok());
-        total += field(14).unwrap_or(0) + field(15).unwrap_or(0);
+        found.push(pid);
         let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
             continue;
         };
@@ -187,7 +211,20 @@ fn tree_ticks(root: i32) -> Option<u64> {
             );
         }
     }
-    Some(total)
+    Some(found)
+}
+
+/// The fields of a `/proc/.../stat` file after the command (which may hold spaces and
+/// parentheses): the state first, which is field 3.
+fn stat_fields(path: &str) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let rest = stat.get(stat.rfind(')')? + 2..)?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// Field `n` (numbered as in proc(5)) of what [`stat_fields`] returned.
+fn field(fields: &[String], n: usize) -> Option<u64> {
+    fields.get(n - 3)?.parse().ok()
 }
 
 fn clock_ticks() -> f64 {

@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use assay_sandbox::{IsolationLevel, Limits, Status, TestResult, UnittestJob};
+use assay_sandbox::{IsolationLevel, Limits, Status, TestBudget, TestResult, UnittestJob};
 use common::{assert_passed, engine, run, DOUBLE, TRIVIAL_TEST};
 
 fn job(code: &str, test: &str) -> UnittestJob {
@@ -402,58 +402,107 @@ fn sleeper(seconds_on_three: f64) -> String {
     )
 }
 
-fn budgets(seconds: f64) -> std::collections::BTreeMap<String, Duration> {
+/// The same budget for each of the three tests: `cpu` seconds of CPU time, `waiting` seconds
+/// of computing nothing.
+fn budgets(cpu: f64, waiting: f64) -> std::collections::BTreeMap<String, TestBudget> {
+    let budget = TestBudget {
+        cpu: Duration::from_secs_f64(cpu),
+        waiting: Duration::from_secs_f64(waiting),
+    };
     ["test_a", "test_b", "test_c"]
         .into_iter()
-        .map(|t| (t.to_string(), Duration::from_secs_f64(seconds)))
+        .map(|t| (t.to_string(), budget))
+        .collect()
+}
+
+/// `task_func` computing (a busy loop) for `seconds_on_three` seconds in the third test.
+fn spinner(seconds_on_three: f64) -> String {
+    format!(
+        "import time\ndef task_func(x):\n    if x == 3:\n        end = time.monotonic() + {seconds_on_three}\n        while time.monotonic() < end:\n            pass\n    return x\n"
+    )
+}
+
+fn results(out: &assay_sandbox::UnittestOutcome) -> Vec<(&str, TestResult)> {
+    out.tests
+        .iter()
+        .map(|t| (t.name.as_str(), t.result))
         .collect()
 }
 
 #[test]
-fn a_sample_hanging_in_its_third_test_ends_at_that_tests_budget() {
+fn a_sample_hanging_in_its_third_test_ends_at_that_tests_waiting_budget() {
     let engine = engine();
     let mut j = job(&sleeper(600.0), THREE_TESTS);
     j.limits = Some(Limits {
         wall: Duration::from_secs(60),
         ..common::limits(60)
     });
-    j.test_budgets = budgets(2.0);
+    j.test_budgets = budgets(30.0, 2.0);
     let out = run(engine.run_unittest(j));
     assert_eq!(out.status, Status::Timeout, "{}", out.reason);
-    assert_eq!(out.reason, "test test_c ran past its budget of 2 s");
-    let results: Vec<_> = out
-        .tests
-        .iter()
-        .map(|t| (t.name.as_str(), t.result))
-        .collect();
     assert_eq!(
-        results,
+        out.reason,
+        "test test_c waited, computing nothing, past its budget of 2 s"
+    );
+    assert_eq!(
+        results(&out),
         [
             ("test_a", TestResult::Pass),
             ("test_b", TestResult::Pass),
             ("test_c", TestResult::Crashed)
         ]
     );
-    // Ended at the test's 2 s, not the job's 60 s.
+    // Ended at the test's 2 s of waiting, not at its 30 s of CPU nor the job's 60 s.
     assert!(
-        out.usage.wall < Duration::from_secs(30),
+        out.usage.wall < Duration::from_secs(20),
         "{:?}",
         out.usage.wall
     );
 }
 
 #[test]
-fn a_slow_test_within_its_budget_passes_and_budgets_do_not_add_up() {
+fn a_busy_loop_in_a_test_ends_at_its_cpu_budget() {
     let engine = engine();
-    // Each budget is the test's own: 1.5 s in the third test of a 3 s budget passes, and the
-    // budget restarts with each test.
+    let mut j = job(&spinner(600.0), THREE_TESTS);
+    j.limits = Some(Limits {
+        wall: Duration::from_secs(60),
+        ..common::limits(60)
+    });
+    j.test_budgets = budgets(2.0, 30.0);
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert_eq!(
+        out.reason,
+        "test test_c computed past its CPU budget of 2 s"
+    );
+    assert_eq!(results(&out)[2], ("test_c", TestResult::Crashed));
+    assert!(
+        out.usage.wall < Duration::from_secs(20),
+        "{:?}",
+        out.usage.wall
+    );
+}
+
+#[test]
+fn slow_tests_within_their_budgets_pass_and_budgets_do_not_add_up() {
+    let engine = engine();
+    // Each budget is the test's own: 1.5 s of waiting in the third test of a 3 s budget
+    // passes, and the budget restarts with each test.
     let mut j = job(&sleeper(1.5), THREE_TESTS);
-    j.test_budgets = budgets(3.0);
+    j.test_budgets = budgets(30.0, 3.0);
     let out = run(engine.run_unittest(j));
     assert_eq!(out.status, Status::Pass, "{}", out.reason);
+    // Computing is not waiting: 3 s of work passes a 1 s waiting budget.
+    let mut j = job(&spinner(3.0), THREE_TESTS);
+    j.test_budgets = budgets(30.0, 1.0);
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+    // The supervisor measured each test's CPU time: the third computed its 3 s.
+    let cpu: Vec<f64> = out.tests.iter().map(|t| t.cpu_seconds.unwrap()).collect();
+    assert!(cpu[0] < 0.5 && cpu[2] > 2.0, "{cpu:?}");
     // A test without a budget has only the job's limit.
     let mut j = job(&sleeper(1.5), THREE_TESTS);
-    j.test_budgets = budgets(0.5);
+    j.test_budgets = budgets(0.5, 0.5);
     j.test_budgets.remove("test_c");
     let out = run(engine.run_unittest(j));
     assert_eq!(out.status, Status::Pass, "{}", out.reason);
@@ -471,8 +520,39 @@ fn the_jobs_own_limit_is_not_blamed_on_a_test() {
         wall: Duration::from_secs(4),
         ..common::limits(4)
     });
-    j.test_budgets = budgets(3.0);
+    j.test_budgets = budgets(30.0, 3.0);
     let out = run(engine.run_unittest(j));
     assert_eq!(out.status, Status::Timeout, "{}", out.reason);
     assert_eq!(out.reason, "the wall-clock limit of 4 s was reached");
+}
+
+#[test]
+fn a_test_starved_of_cpu_is_not_waiting() {
+    let engine = engine();
+    // A job held to 5% of a CPU by its cgroup quota uses less than the share that counts as
+    // waiting, while its thread is runnable all along: like a job on a machine busier than
+    // its slots. Its 2 s of spinning must not run down a 1 s waiting budget. The quota needs
+    // a cgroup per job: without one this would pass without having checked anything.
+    let report = engine.isolation();
+    assert_eq!(
+        report.memory_limit,
+        assay_sandbox::Enforcement::Cgroup,
+        "no cgroup per job here (cgroup: {}), so no CPU quota to starve the job with; this \
+         needs cgroups, i.e. running as root",
+        report.cgroup
+    );
+    let mut j = job(&spinner(2.0), THREE_TESTS);
+    j.limits = Some(Limits {
+        cpus: 0.05,
+        ..common::limits(60)
+    });
+    j.test_budgets = budgets(30.0, 1.0);
+    let out = run(engine.run_unittest(j));
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+    // It was starved: its third test had far less CPU than its 2 s of wall.
+    let third = &out.tests[2];
+    assert!(
+        third.cpu_seconds.unwrap() < 1.0 && third.seconds > 1.9,
+        "{third:?}"
+    );
 }

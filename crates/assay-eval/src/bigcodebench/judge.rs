@@ -1,9 +1,10 @@
 //! One program against its task's tests: the sandbox job, and its record.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use assay_records::{InfraCause, IsolationLevel, SampleRecord, Status, RECORD_OUTPUT_BYTES};
+use assay_records::{
+    InfraCause, IsolationLevel, SampleRecord, Status, TestBudget, RECORD_OUTPUT_BYTES,
+};
 use assay_sandbox::{Engine, Limits, UnittestJob};
 
 use super::verdict::{infra_cause, official, Environment};
@@ -22,7 +23,7 @@ pub(crate) struct Job {
     pub test: String,
     pub limits: Limits,
     /// Budgets of single tests (none: the job's limit alone).
-    pub test_budgets: BTreeMap<String, Duration>,
+    pub test_budgets: BTreeMap<String, TestBudget>,
     pub guards: bool,
 }
 
