@@ -85,8 +85,9 @@ pub struct TestOutcome {
     pub detail: String,
     /// How long it ran.
     pub seconds: f64,
-    /// CPU time the job's processes used while it ran, as the supervisor measured it (not
-    /// the job: the code could forge that); none where no meter could read it.
+    /// CPU time the job's processes used while it ran, read by the supervisor from the job's
+    /// cgroup (or `/proc`) between the test's start and end events; none where the meter could
+    /// not be read. The events come from the job, so this is a measure, not a proof.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_seconds: Option<f64>,
 }

@@ -14,7 +14,7 @@ use crate::cgroup::CgroupStats;
 use crate::config::Limits;
 use crate::outcome::Usage;
 use crate::sandbox::Sandbox;
-use crate::slots::{CpuMeter, IDLE_SHARE};
+use crate::slots::{CpuMeter, METER_TICK};
 use crate::worker::{ExitNotice, Rusage};
 use assay_records::{Captured, TestBudget};
 
@@ -142,9 +142,10 @@ pub(crate) enum Read {
     On,
     /// The frame the job was waiting for: stop.
     Done,
-    /// A part of the job with a budget of its own (a test) starts now.
-    Start(TestBudget),
-    /// The part with a budget ended: back to the job's own deadline alone.
+    /// A test with a budget of its own starts now, the job's CPU time then as read (if the
+    /// meter could).
+    Start(TestBudget, Option<Duration>),
+    /// The test with a budget ended: back to the job's own deadline alone.
     Reset,
 }
 
@@ -158,22 +159,19 @@ impl From<bool> for Read {
     }
 }
 
-/// How often the CPU use of a part with a budget is read.
-const BUDGET_TICK: Duration = Duration::from_millis(250);
-
-/// The part of a job running under a budget, and what it has used so far.
-struct Part {
+/// What a test running under a budget has used so far.
+struct TestClock {
     budget: TestBudget,
-    cpu_at_start: Duration,
+    /// The job's CPU time when the test started (`None` until the meter could be read).
+    cpu_at_start: Option<Duration>,
     /// The last reading: when, and the job's CPU time then.
-    last: (Instant, Duration),
+    last: (Instant, Option<Duration>),
     waited: Duration,
 }
 
-impl Part {
-    fn start(budget: TestBudget, meter: &CpuMeter) -> Part {
-        let cpu = meter.read().unwrap_or_default();
-        Part {
+impl TestClock {
+    fn start(budget: TestBudget, cpu: Option<Duration>) -> TestClock {
+        TestClock {
             budget,
             cpu_at_start: cpu,
             last: (Instant::now(), cpu),
@@ -181,21 +179,22 @@ impl Part {
         }
     }
 
-    /// Counts the time since the last reading as waiting if the job's processes used under
-    /// [`IDLE_SHARE`] of a CPU in it (the share at which a job lends its slot) and none of
-    /// their threads is runnable now (one kept from a CPU by a busy machine is not waiting);
-    /// says which budget ran out, if one did.
+    /// Reads the meter: of the time since the last reading, what the job's processes did not
+    /// spend computing counts as waiting, unless a thread of theirs is runnable or in
+    /// uninterruptible sleep now (one kept from a CPU by a busy machine or its quota, or
+    /// held up by the disk, is not waiting). Says which budget ran out, if one did.
     fn tick(&mut self, meter: &CpuMeter) -> Option<Overrun> {
         let cpu = meter.read()?;
         let now = Instant::now();
-        let (then, before) = self.last;
-        let span = now - then;
-        let idle = cpu.saturating_sub(before).as_secs_f64() < IDLE_SHARE * span.as_secs_f64();
-        if idle && !meter.runnable() {
-            self.waited += span;
+        let (then, before) = std::mem::replace(&mut self.last, (now, Some(cpu)));
+        let start = *self.cpu_at_start.get_or_insert(cpu);
+        if let Some(before) = before {
+            let idle = (now - then).saturating_sub(cpu.saturating_sub(before));
+            if !idle.is_zero() && !meter.busy() {
+                self.waited += idle;
+            }
         }
-        self.last = (now, cpu);
-        if cpu.saturating_sub(self.cpu_at_start) > self.budget.cpu {
+        if cpu.saturating_sub(start) > self.budget.cpu {
             Some(Overrun::Cpu)
         } else if self.waited > self.budget.waiting {
             Some(Overrun::Waiting)
@@ -218,16 +217,18 @@ pub(crate) async fn run_until<R: Into<Read>>(
     // Once the process is gone, frames it wrote may still wait in the pipe: keep reading for
     // a moment before calling it an exit.
     let mut exit_grace: Option<Instant> = None;
-    let mut part: Option<Part> = None;
-    let mut tick = tokio::time::interval(BUDGET_TICK);
+    let mut clock: Option<TestClock> = None;
+    let mut tick = tokio::time::interval(METER_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Biased, deadline first: a job flooding its output must not starve its own deadline.
         tokio::select! {
             biased;
             _ = tokio::time::sleep_until(deadline) => return End::Deadline,
-            _ = tick.tick(), if part.is_some() => {
-                if let Some(overrun) = part.as_mut().and_then(|p| p.tick(&meter)) {
+            // Not once the process is gone: a test that crashed or was killed for memory did
+            // not run out of time.
+            _ = tick.tick(), if clock.is_some() && exit_grace.is_none() => {
+                if let Some(overrun) = clock.as_mut().and_then(|c| c.tick(&meter)) {
                     return End::Budget(overrun);
                 }
             }
@@ -238,11 +239,11 @@ pub(crate) async fn run_until<R: Into<Read>>(
                 Ok(Some(frame)) => match on_frame(&frame, &meter).into() {
                     Read::On => {}
                     Read::Done => return End::Final(frame),
-                    Read::Start(budget) => {
-                        part = Some(Part::start(budget, &meter));
+                    Read::Start(budget, cpu) => {
+                        clock = Some(TestClock::start(budget, cpu));
                         tick.reset();
                     }
-                    Read::Reset => part = None,
+                    Read::Reset => clock = None,
                 },
                 Ok(None) => return End::Closed,
                 Err(e) => return End::Garbled(e.to_string()),

@@ -209,7 +209,7 @@ impl TestLog {
                 match self.budgets.get(name) {
                     Some(&budget) => {
                         self.running = Some((name.to_string(), budget));
-                        Read::Start(budget)
+                        Read::Start(budget, self.cpu_at_start)
                     }
                     None => {
                         self.running = None;

@@ -19,11 +19,11 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use crate::cgroup;
 
 /// How often a running job's CPU use is read.
-const TICK: Duration = Duration::from_millis(250);
+pub(crate) const METER_TICK: Duration = Duration::from_millis(250);
 /// The span over which CPU use is judged.
 const WINDOW: Duration = Duration::from_secs(1);
 /// Below this share of one CPU over the window, a job is waiting and lends its slot.
-pub(crate) const IDLE_SHARE: f64 = 0.1;
+const IDLE_SHARE: f64 = 0.1;
 /// Above this share, a job that lent its slot is computing again and takes one back.
 const BUSY_SHARE: f64 = 0.3;
 
@@ -106,7 +106,7 @@ impl Slot<'_> {
             return std::future::pending().await;
         }
         let mut seen: VecDeque<(Instant, Duration)> = VecDeque::new();
-        let mut tick = tokio::time::interval(TICK);
+        let mut tick = tokio::time::interval(METER_TICK);
         loop {
             tick.tick().await;
             let Some(used) = meter.read() else { continue };
@@ -150,20 +150,27 @@ impl CpuMeter {
         match self {
             CpuMeter::Cgroup { dir, v2 } => cgroup::cpu_used(dir, *v2),
             CpuMeter::Tree(root) => {
+                // Each live process's own time (utime, stime) and that of the children it
+                // reaped (cutime, cstime): work done in short-lived subprocesses counts too.
                 let ticks: u64 = tree(*root)?
                     .iter()
-                    .filter_map(|pid| stat_fields(&format!("/proc/{pid}/stat")))
-                    .map(|f| field(&f, 14).unwrap_or(0) + field(&f, 15).unwrap_or(0))
+                    .filter_map(|pid| stat_after_command(&format!("/proc/{pid}/stat")))
+                    .map(|rest| {
+                        let fields: Vec<&str> = rest.split_whitespace().collect();
+                        // Numbered as in proc(5); the slice starts at field 3, the state.
+                        let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+                        (14..=17).filter_map(field).sum::<u64>()
+                    })
                     .sum();
                 Some(Duration::from_secs_f64(ticks as f64 / clock_ticks()))
             }
         }
     }
 
-    /// Whether a thread of the job is runnable now: computing, or ready to and kept from a
-    /// CPU by a busy machine. A job that used little CPU while some thread was runnable was
-    /// starved, not waiting.
-    pub fn runnable(&self) -> bool {
+    /// Whether a thread of the job is runnable now (computing, or ready to and kept from a
+    /// CPU by a busy machine or its quota) or in uninterruptible sleep (held up by the disk or
+    /// memory reclaim): the job is held up, not waiting.
+    pub fn busy(&self) -> bool {
         let threads: Vec<String> = match self {
             CpuMeter::Cgroup { dir, v2 } => {
                 let list = dir.join(if *v2 { "cgroup.threads" } else { "tasks" });
@@ -185,9 +192,9 @@ impl CpuMeter {
                 })
                 .collect(),
         };
-        threads.iter().any(|stat| {
-            stat_fields(stat).is_some_and(|f| f.first().is_some_and(|state| *state == "R"))
-        })
+        threads
+            .iter()
+            .any(|stat| stat_after_command(stat).is_some_and(|rest| rest.starts_with(['R', 'D'])))
     }
 }
 
@@ -214,17 +221,11 @@ fn tree(root: i32) -> Option<Vec<i32>> {
     Some(found)
 }
 
-/// The fields of a `/proc/.../stat` file after the command (which may hold spaces and
-/// parentheses): the state first, which is field 3.
-fn stat_fields(path: &str) -> Option<Vec<String>> {
+/// A `/proc/.../stat` file from the field after the command (which may hold spaces and
+/// parentheses) on: the state, field 3, first.
+fn stat_after_command(path: &str) -> Option<String> {
     let stat = std::fs::read_to_string(path).ok()?;
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    Some(rest.split_whitespace().map(str::to_string).collect())
-}
-
-/// Field `n` (numbered as in proc(5)) of what [`stat_fields`] returned.
-fn field(fields: &[String], n: usize) -> Option<u64> {
-    fields.get(n - 3)?.parse().ok()
+    Some(stat.get(stat.rfind(')')? + 2..)?.to_string())
 }
 
 fn clock_ticks() -> f64 {
@@ -287,5 +288,18 @@ mod tests {
         let after = meter.read().unwrap();
         assert!(after > before, "{before:?} -> {after:?}");
         assert!(CpuMeter::Tree(i32::MAX).read().is_none());
+        // A child that computed and was reaped still counts. (A test's own child: nothing of
+        // assay's environment to keep from it.)
+        #[allow(clippy::disallowed_methods)]
+        let status = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let reaped = meter.read().unwrap();
+        assert!(
+            reaped >= after + Duration::from_millis(100),
+            "{after:?} -> {reaped:?}"
+        );
     }
 }

@@ -422,6 +422,17 @@ fn spinner(seconds_on_three: f64) -> String {
     )
 }
 
+/// `code` against [`THREE_TESTS`] with `budgets`, within a job limit of 60 s.
+fn three_tests(
+    code: &str,
+    budgets: std::collections::BTreeMap<String, TestBudget>,
+) -> assay_sandbox::UnittestOutcome {
+    let mut j = job(code, THREE_TESTS);
+    j.limits = Some(common::limits(60));
+    j.test_budgets = budgets;
+    run(engine().run_unittest(j))
+}
+
 fn results(out: &assay_sandbox::UnittestOutcome) -> Vec<(&str, TestResult)> {
     out.tests
         .iter()
@@ -431,14 +442,7 @@ fn results(out: &assay_sandbox::UnittestOutcome) -> Vec<(&str, TestResult)> {
 
 #[test]
 fn a_sample_hanging_in_its_third_test_ends_at_that_tests_waiting_budget() {
-    let engine = engine();
-    let mut j = job(&sleeper(600.0), THREE_TESTS);
-    j.limits = Some(Limits {
-        wall: Duration::from_secs(60),
-        ..common::limits(60)
-    });
-    j.test_budgets = budgets(30.0, 2.0);
-    let out = run(engine.run_unittest(j));
+    let out = three_tests(&sleeper(600.0), budgets(30.0, 2.0));
     assert_eq!(out.status, Status::Timeout, "{}", out.reason);
     assert_eq!(
         out.reason,
@@ -462,14 +466,7 @@ fn a_sample_hanging_in_its_third_test_ends_at_that_tests_waiting_budget() {
 
 #[test]
 fn a_busy_loop_in_a_test_ends_at_its_cpu_budget() {
-    let engine = engine();
-    let mut j = job(&spinner(600.0), THREE_TESTS);
-    j.limits = Some(Limits {
-        wall: Duration::from_secs(60),
-        ..common::limits(60)
-    });
-    j.test_budgets = budgets(2.0, 30.0);
-    let out = run(engine.run_unittest(j));
+    let out = three_tests(&spinner(600.0), budgets(2.0, 30.0));
     assert_eq!(out.status, Status::Timeout, "{}", out.reason);
     assert_eq!(
         out.reason,
