@@ -152,16 +152,20 @@ impl Evaluation<'_> {
         );
         let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
         let waiting = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
-        // Longest first, by the reference's time where known: the slowest tasks start early
-        // instead of ending the run alone.
+        // Longest first, by the reference's time or the task's samples' in earlier
+        // evaluations here, whichever is longer: the slowest tasks start early instead of
+        // ending the run alone.
         let mut pending: Vec<(&Sample, Option<ReferenceResult>)> = samples
             .samples
             .iter()
             .filter(|s| !results.contains_key(&s.index))
             .map(|s| (s, references.truth.tasks.get(&s.task_id).cloned()))
             .collect();
-        let seconds = |r: &Option<ReferenceResult>| r.as_ref().map_or(0.0, |r| r.seconds);
-        pending.sort_by(|a, b| seconds(&b.1).total_cmp(&seconds(&a.1)));
+        let expected = |(sample, reference): &(&Sample, Option<ReferenceResult>)| {
+            let times = &references.sample_times;
+            times.expected(&sample.task_id, reference.as_ref().map(|r| r.seconds))
+        };
+        pending.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
         listener.on_event(&RunEvent::JudgingStarted {
             samples: samples.samples.len(),
             done: results.len(),
@@ -229,6 +233,7 @@ impl Evaluation<'_> {
         // that have since moved (or gone) are renumbered (or dropped).
         run.rewrite_results(&results.values().collect::<Vec<_>>())?;
         references.sync()?;
+        references.remember_sample_times(results.values())?;
         let ground_truth = references.summary(&dataset.tasks);
         // Samples the model never answered are `infra`: in both figures, as in the summary.
         for (i, (task_id, why)) in unanswered.iter().enumerate() {

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, watch};
 use super::evaluation::Finished;
 use super::judge::{digest, judge, Job};
 use super::options::STACK_BYTES;
+use super::sample_times::{self, SampleTimes};
 use super::verdict::Environment;
 
 /// The reference runs' directory in assay's cache.
@@ -115,6 +116,8 @@ pub struct References {
     guards: bool,
     /// What is known so far.
     pub truth: GroundTruth,
+    /// How long the samples of each task took in evaluations here, as when this opened.
+    pub sample_times: SampleTimes,
 }
 
 impl References {
@@ -139,6 +142,7 @@ impl References {
             truth.insert(record);
         }
         Ok(References {
+            sample_times: SampleTimes::load(opened.dir.path()),
             dir: opened.dir,
             guards,
             truth,
@@ -160,6 +164,20 @@ impl References {
     /// Forces every kept result to disk.
     pub fn sync(&mut self) -> Result<(), RunDirError> {
         self.dir.sync()
+    }
+
+    /// Keeps how long an evaluation's samples took, for the order of later ones. Read again
+    /// first: another evaluation may have written since this one opened (and if two write at
+    /// once, one's times are lost, which costs only order).
+    pub fn remember_sample_times<'a>(
+        &mut self,
+        records: impl IntoIterator<Item = &'a SampleRecord>,
+    ) -> Result<(), RunDirError> {
+        let mut times = SampleTimes::load(self.dir.path());
+        times.learn(records);
+        self.dir.write_json(sample_times::FILE, &times)?;
+        self.sample_times = times;
+        Ok(())
     }
 
     /// The ground-truth figures over `tasks`.

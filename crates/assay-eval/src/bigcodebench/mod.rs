@@ -7,6 +7,7 @@ pub mod ground_truth;
 mod judge;
 pub mod official_files;
 pub mod options;
+pub mod sample_times;
 pub mod samples;
 pub mod summary;
 pub mod verdict;

@@ -1,0 +1,115 @@
+//! How long the samples of each task took in the latest evaluation here that judged it: with
+//! the reference's time, the order in which an evaluation starts its samples.
+//!
+//! The reference's time predicts most samples' well, but not all: a task whose reference
+//! generates a small RSA key in 0.3 s has samples that generate large ones for 10 to 40 s,
+//! whichever model wrote them. Started where its reference puts it, near the end, such a
+//! sample runs on alone while the other CPUs idle. Evaluations of other models on the same
+//! dataset and environment know better, so they are kept next to the reference results
+//! (hidden from jobs like them) and the slower of the two times decides the order. Only the
+//! order: no limit or verdict depends on them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use assay_records::{SampleRecord, Status};
+use serde::{Deserialize, Serialize};
+
+/// The file, in the reference results' directory.
+pub const FILE: &str = "sample_times.json";
+
+/// Task id → wall seconds of its slowest sample (timeouts included: a sample that hangs
+/// costs its budget) in the latest evaluation that judged it.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleTimes {
+    tasks: BTreeMap<String, f64>,
+}
+
+impl SampleTimes {
+    /// Reads `dir`'s file. None yet, or one that does not read (another version's, a torn
+    /// copy): nothing known, said in the log; only the order of samples suffers.
+    pub fn load(dir: &Path) -> SampleTimes {
+        let path = dir.join(FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| {
+                tracing::warn!("{}: ignored ({e})", path.display());
+                SampleTimes::default()
+            }),
+            Err(_) => SampleTimes::default(),
+        }
+    }
+
+    /// How long a sample of `task_id` is expected to take, given its reference's time.
+    pub fn expected(&self, task_id: &str, reference_seconds: Option<f64>) -> f64 {
+        let seen = self.tasks.get(task_id).copied().unwrap_or(0.0);
+        seen.max(reference_seconds.unwrap_or(0.0))
+    }
+
+    /// Takes the times of an evaluation's records: each task judged replaces what was known
+    /// of it. Samples that were not run to a verdict (`infra`) say nothing.
+    pub fn learn<'a>(&mut self, records: impl IntoIterator<Item = &'a SampleRecord>) {
+        let mut slowest: BTreeMap<&str, f64> = BTreeMap::new();
+        for record in records {
+            if record.status == Status::Infra {
+                continue;
+            }
+            let seconds = slowest.entry(&record.task_id).or_insert(0.0);
+            *seconds = seconds.max(record.wall_seconds);
+        }
+        for (task_id, seconds) in slowest {
+            self.tasks.insert(task_id.to_string(), seconds);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(task_id: &str, status: Status, wall_seconds: f64) -> SampleRecord {
+        let line = serde_json::json!({
+            "index": 0, "task_id": task_id, "program_digest": "0", "status": status,
+            "reason": "", "official": null, "infra": null, "tests": [],
+            "wall_seconds": wall_seconds, "cpu_seconds": null, "memory_peak_bytes": null,
+            "processes_peak": null, "isolation": "full",
+        });
+        serde_json::from_value(line).unwrap()
+    }
+
+    #[test]
+    fn the_slowest_judged_sample_of_the_latest_run_sets_the_order() {
+        let mut times = SampleTimes::default();
+        times.learn(&[
+            record("T/1", Status::Pass, 30.0),
+            record("T/1", Status::Fail, 2.0),
+            record("T/2", Status::Timeout, 20.0),
+            record("T/3", Status::Infra, 99.0),
+        ]);
+        // A slow sample beats a quick reference; a slow reference beats a quick sample.
+        assert_eq!(times.expected("T/1", Some(0.3)), 30.0);
+        assert_eq!(times.expected("T/2", Some(60.0)), 60.0);
+        // `infra` says nothing; an unknown task has its reference's time, or nothing.
+        assert_eq!(times.expected("T/3", Some(1.0)), 1.0);
+        assert_eq!(times.expected("T/4", None), 0.0);
+        // A later run replaces what it judged, and keeps the rest.
+        times.learn(&[record("T/1", Status::Pass, 1.0)]);
+        assert_eq!(times.expected("T/1", Some(0.3)), 1.0);
+        assert_eq!(times.expected("T/2", None), 20.0);
+    }
+
+    #[test]
+    fn a_file_that_does_not_read_is_nothing_known() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(SampleTimes::load(dir.path()), SampleTimes::default());
+        std::fs::write(dir.path().join(FILE), "{\"tasks\": {\"T/1\": ").unwrap();
+        assert_eq!(SampleTimes::load(dir.path()), SampleTimes::default());
+        let mut times = SampleTimes::default();
+        times.learn(&[record("T/1", Status::Pass, 3.0)]);
+        std::fs::write(
+            dir.path().join(FILE),
+            serde_json::to_string(&times).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(SampleTimes::load(dir.path()), times);
+    }
+}
