@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use assay_eval::bigcodebench::ground_truth::failed_ids;
-use assay_records::{EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split};
+use assay_records::{
+    EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split, OFFICIAL_TIMEOUT_SECONDS,
+};
 
 /// `n` and what it counts: `one` when `n` is 1, else `many`.
 fn count(n: usize, one: &str, many: &str) -> String {
@@ -93,7 +95,8 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
     let saved = &summary.budgets_saved;
     if saved.samples > 0 {
         println!(
-            "  time budgets ended {} before the official 240 s: {:.0} s of waiting saved",
+            "  time budgets ended {} before the official {OFFICIAL_TIMEOUT_SECONDS} s: {:.0} s of \
+             waiting saved",
             count(saved.samples, "timed-out sample", "timed-out samples"),
             saved.seconds
         );

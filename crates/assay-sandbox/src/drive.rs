@@ -52,20 +52,37 @@ impl End {
             End::Closed => "results closed",
             End::Exited => "exited",
             End::Deadline => "deadline",
-            End::Budget(Overrun::Cpu) => "CPU budget",
-            End::Budget(Overrun::Waiting) => "waiting budget",
+            End::Budget(Overrun::Cpu { .. }) => "CPU budget",
+            End::Budget(Overrun::Waiting { .. }) => "waiting budget",
             End::Garbled(_) => "garbled",
         }
     }
 }
 
-/// Which part of a test's budget ran out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A test that ran out of its budget, and which part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Overrun {
     /// Its CPU time: it computed too long.
-    Cpu,
+    Cpu { test: String, budget: Duration },
     /// Its waiting: it sat computing next to nothing too long.
-    Waiting,
+    Waiting { test: String, budget: Duration },
+}
+
+impl Overrun {
+    /// The timeout's reason, naming the test.
+    fn reason(&self) -> String {
+        let tenths = |d: &Duration| (d.as_secs_f64() * 10.0).round() / 10.0;
+        match self {
+            Overrun::Cpu { test, budget } => format!(
+                "test {test} computed past its CPU budget of {} s",
+                tenths(budget)
+            ),
+            Overrun::Waiting { test, budget } => format!(
+                "test {test} waited, computing nothing, past its budget of {} s",
+                tenths(budget)
+            ),
+        }
+    }
 }
 
 /// One captured output stream of a job.
@@ -142,9 +159,9 @@ pub(crate) enum Read {
     On,
     /// The frame the job was waiting for: stop.
     Done,
-    /// A test with a budget of its own starts now, the job's CPU time then as read (if the
-    /// meter could).
-    Start(TestBudget, Option<Duration>),
+    /// A test with a budget of its own starts now: its name, its budget, and the job's CPU
+    /// time then as read (if the meter could).
+    Start(String, TestBudget, Option<Duration>),
     /// The test with a budget ended: back to the job's own deadline alone.
     Reset,
 }
@@ -161,6 +178,7 @@ impl From<bool> for Read {
 
 /// What a test running under a budget has used so far.
 struct TestClock {
+    test: String,
     budget: TestBudget,
     /// The job's CPU time when the test started (`None` until the meter could be read).
     cpu_at_start: Option<Duration>,
@@ -170,8 +188,9 @@ struct TestClock {
 }
 
 impl TestClock {
-    fn start(budget: TestBudget, cpu: Option<Duration>) -> TestClock {
+    fn start(test: String, budget: TestBudget, cpu: Option<Duration>) -> TestClock {
         TestClock {
+            test,
             budget,
             cpu_at_start: cpu,
             last: (Instant::now(), cpu),
@@ -194,10 +213,17 @@ impl TestClock {
                 self.waited += idle;
             }
         }
+        let test = self.test.clone();
         if cpu.saturating_sub(start) > self.budget.cpu {
-            Some(Overrun::Cpu)
+            Some(Overrun::Cpu {
+                test,
+                budget: self.budget.cpu,
+            })
         } else if self.waited > self.budget.waiting {
-            Some(Overrun::Waiting)
+            Some(Overrun::Waiting {
+                test,
+                budget: self.budget.waiting,
+            })
         } else {
             None
         }
@@ -239,8 +265,8 @@ pub(crate) async fn run_until<R: Into<Read>>(
                 Ok(Some(frame)) => match on_frame(&frame, &meter).into() {
                     Read::On => {}
                     Read::Done => return End::Final(frame),
-                    Read::Start(budget, cpu) => {
-                        clock = Some(TestClock::start(budget, cpu));
+                    Read::Start(test, budget, cpu) => {
+                        clock = Some(TestClock::start(test, budget, cpu));
                         tick.reset();
                     }
                     Read::Reset => clock = None,
@@ -422,9 +448,8 @@ pub(crate) fn ending<'a>(
             );
             return Ending::Stopped(crate::Status::Timeout, reason);
         }
-        End::Budget(_) => {
-            let reason = "a test's time budget was reached".to_string();
-            return Ending::Stopped(crate::Status::Timeout, reason);
+        End::Budget(overrun) => {
+            return Ending::Stopped(crate::Status::Timeout, overrun.reason());
         }
         _ => {}
     }

@@ -12,9 +12,7 @@ use tokio::time::Instant;
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
 use crate::config::{IsolationMode, Limits};
 use crate::declared::declared_tests;
-use crate::drive::{
-    ending, finish, run_until, settle, Aftermath, End, Ending, Overrun, Read, Streams,
-};
+use crate::drive::{ending, finish, run_until, settle, Aftermath, End, Ending, Read, Streams};
 use crate::engine::{Engine, Inner};
 use crate::outcome::{PyError, ScriptOutcome, UnittestOutcome, Usage};
 use crate::sandbox::{Sandbox, Workspace};
@@ -194,8 +192,6 @@ struct TestLog {
     fixture_skipped: bool,
     /// Budgets of single tests (see `UnittestJob::test_budgets`).
     budgets: BTreeMap<String, TestBudget>,
-    /// The test running now with a budget, and that budget: the one to blame if it runs out.
-    running: Option<(String, TestBudget)>,
     /// The job's CPU time when the test now running started.
     cpu_at_start: Option<Duration>,
 }
@@ -207,14 +203,8 @@ impl TestLog {
                 self.cpu_at_start = meter.read();
                 let name = frame["name"].as_str().unwrap_or_default();
                 match self.budgets.get(name) {
-                    Some(&budget) => {
-                        self.running = Some((name.to_string(), budget));
-                        Read::Start(budget, self.cpu_at_start)
-                    }
-                    None => {
-                        self.running = None;
-                        Read::Reset
-                    }
+                    Some(&budget) => Read::Start(name.to_string(), budget, self.cpu_at_start),
+                    None => Read::Reset,
                 }
             }
             Some("loaded") => {
@@ -239,7 +229,6 @@ impl TestLog {
                         .zip(self.cpu_at_start.take())
                         .map(|(now, then)| now.saturating_sub(then).as_secs_f64()),
                 });
-                self.running = None;
                 Read::Reset
             }
             Some("fixture") => {
@@ -364,23 +353,6 @@ impl UnittestRun {
         let done = match ending(&end, &aftermath, &limits, started, |f| f["ev"] == "done") {
             Ending::Reported(done) => done,
             Ending::Stopped(status, reason) => {
-                // A test that ran out of its own budget, not the job's: say which.
-                let reason = match (&end, &progress.running) {
-                    (End::Budget(overrun), Some((name, budget))) => {
-                        let tenths = |d: Duration| (d.as_secs_f64() * 10.0).round() / 10.0;
-                        match overrun {
-                            Overrun::Cpu => format!(
-                                "test {name} computed past its CPU budget of {} s",
-                                tenths(budget.cpu)
-                            ),
-                            Overrun::Waiting => format!(
-                                "test {name} waited, computing nothing, past its budget of {} s",
-                                tenths(budget.waiting)
-                            ),
-                        }
-                    }
-                    _ => reason,
-                };
                 // The test running when the clock or a limit stopped the code crashed.
                 let tests = progress.all_tests(Some(&reason));
                 return (status, reason, tests, parts);

@@ -585,14 +585,7 @@ fn a_busy_neighbour_cannot_starve_a_job() {
     // cgroups (not root) the engine has no such quota, and rlimits have no equivalent (they
     // bound each process's CPU time, not a tree's share of the machine): the property does not
     // hold there, so this fails rather than passing without having checked anything.
-    let report = engine.isolation();
-    assert_eq!(
-        report.memory_limit,
-        assay_sandbox::Enforcement::Cgroup,
-        "no cgroup per job here (cgroup: {}), so no CPU quota: a busy neighbour can starve a \
-         job; this needs cgroups, i.e. running as root",
-        report.cgroup
-    );
+    common::require_cgroup_per_job(&engine, "(a busy neighbour can starve a job)");
     // The hog spins 48 processes for HOG seconds; the victim, started once they all spin,
     // needs one or two seconds of CPU (two tests of 25M additions). With the quota and the
     // equal share it gets a CPU and finishes while the hog still spins, even on a loaded

@@ -530,14 +530,7 @@ fn a_test_starved_of_cpu_is_not_waiting() {
     // waiting, while its thread is runnable all along: like a job on a machine busier than
     // its slots. Its 2 s of spinning must not run down a 1 s waiting budget. The quota needs
     // a cgroup per job: without one this would pass without having checked anything.
-    let report = engine.isolation();
-    assert_eq!(
-        report.memory_limit,
-        assay_sandbox::Enforcement::Cgroup,
-        "no cgroup per job here (cgroup: {}), so no CPU quota to starve the job with; this \
-         needs cgroups, i.e. running as root",
-        report.cgroup
-    );
+    common::require_cgroup_per_job(&engine, "to starve the job with");
     let mut j = job(&spinner(2.0), THREE_TESTS);
     j.limits = Some(Limits {
         cpus: 0.05,

@@ -177,3 +177,16 @@ pub fn assert_passed(out: &UnittestOutcome) {
         out.stderr.text
     );
 }
+
+/// Fails, saying why, unless `engine` gives each job a cgroup: what a test that needs a job's
+/// CPU quota would otherwise pass without having checked (`needs`: what it needs it for).
+pub fn require_cgroup_per_job(engine: &Engine, needs: &str) {
+    let report = engine.isolation();
+    assert_eq!(
+        report.memory_limit,
+        assay_sandbox::Enforcement::Cgroup,
+        "no cgroup per job here (cgroup: {}), so no CPU quota {needs}; this needs cgroups, \
+         i.e. running as root",
+        report.cgroup
+    );
+}
