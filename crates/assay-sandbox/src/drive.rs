@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use crate::capture::Capture;
 use crate::cgroup::CgroupStats;
 use crate::config::Limits;
+use crate::deadlock;
 use crate::outcome::Usage;
 use crate::sandbox::Sandbox;
 use crate::slots::{CpuMeter, METER_TICK};
@@ -54,6 +55,7 @@ impl End {
             End::Deadline => "deadline",
             End::Budget(Overrun::Cpu { .. }) => "CPU budget",
             End::Budget(Overrun::Waiting { .. }) => "waiting budget",
+            End::Budget(Overrun::Hung { .. }) => "hung",
             End::Garbled(_) => "garbled",
         }
     }
@@ -66,6 +68,8 @@ pub(crate) enum Overrun {
     Cpu { test: String, budget: Duration },
     /// Its waiting: it sat computing next to nothing too long.
     Waiting { test: String, budget: Duration },
+    /// Nothing left to wait for: every thread of the job waits on another (see `deadlock`).
+    Hung { test: String },
 }
 
 impl Overrun {
@@ -80,6 +84,10 @@ impl Overrun {
             Overrun::Waiting { test, budget } => format!(
                 "test {test} waited, computing nothing, past its budget of {} s",
                 tenths(budget)
+            ),
+            Overrun::Hung { test } => format!(
+                "test {test} hung for good: every thread of the job waited, with no timeout, \
+                 on another"
             ),
         }
     }
@@ -185,40 +193,53 @@ struct TestClock {
     /// The last reading: when, and the job's CPU time then.
     last: (Instant, Option<Duration>),
     waited: Duration,
+    /// `None` when something outside the job could wake it.
+    deadlock: Option<deadlock::Watch>,
 }
 
 impl TestClock {
-    fn start(test: String, budget: TestBudget, cpu: Option<Duration>) -> TestClock {
+    fn start(
+        test: String,
+        budget: TestBudget,
+        cpu: Option<Duration>,
+        deadlock: Option<deadlock::Watch>,
+    ) -> TestClock {
         TestClock {
             test,
             budget,
             cpu_at_start: cpu,
             last: (Instant::now(), cpu),
             waited: Duration::ZERO,
+            deadlock,
         }
     }
 
     /// Reads the meter: of the time since the last reading, what the job's processes did not
     /// spend computing counts as waiting, unless a thread of theirs is runnable or in
     /// uninterruptible sleep now (one kept from a CPU by a busy machine or its quota, or
-    /// held up by the disk, is not waiting). Says which budget ran out, if one did.
+    /// held up by the disk, is not waiting). Says which budget ran out, if one did, or
+    /// whether the job is hung for good.
     fn tick(&mut self, meter: &CpuMeter) -> Option<Overrun> {
         let cpu = meter.read()?;
         let now = Instant::now();
         let (then, before) = std::mem::replace(&mut self.last, (now, Some(cpu)));
         let start = *self.cpu_at_start.get_or_insert(cpu);
+        let held_up = meter.busy();
         if let Some(before) = before {
             let idle = (now - then).saturating_sub(cpu.saturating_sub(before));
-            if !idle.is_zero() && !meter.busy() {
+            if !held_up {
                 self.waited += idle;
             }
         }
         let test = self.test.clone();
+        let hung = !held_up && self.deadlock.as_mut().is_some_and(|w| w.hung(meter));
         if cpu.saturating_sub(start) > self.budget.cpu {
             Some(Overrun::Cpu {
                 test,
                 budget: self.budget.cpu,
             })
+        } else if hung {
+            Some(Overrun::Hung { test })
         } else if self.waited > self.budget.waiting {
             Some(Overrun::Waiting {
                 test,
@@ -266,7 +287,8 @@ pub(crate) async fn run_until<R: Into<Read>>(
                     Read::On => {}
                     Read::Done => return End::Final(frame),
                     Read::Start(test, budget, cpu) => {
-                        clock = Some(TestClock::start(test, budget, cpu));
+                        let watch = deadlock::Watch::new(&sandbox.layers);
+                        clock = Some(TestClock::start(test, budget, cpu, watch));
                         tick.reset();
                     }
                     Read::Reset => clock = None,

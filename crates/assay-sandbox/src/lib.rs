@@ -46,6 +46,7 @@ mod capture;
 mod cgroup;
 mod collect;
 mod config;
+mod deadlock;
 mod declared;
 mod drive;
 mod engine;

@@ -171,13 +171,21 @@ impl CpuMeter {
     /// CPU by a busy machine or its quota) or in uninterruptible sleep (held up by the disk or
     /// memory reclaim): the job is held up, not waiting.
     pub fn busy(&self) -> bool {
-        let threads: Vec<String> = match self {
+        self.threads().iter().any(|tid| {
+            stat_after_command(&format!("/proc/{tid}/stat"))
+                .is_some_and(|rest| rest.starts_with(['R', 'D']))
+        })
+    }
+
+    /// The ids of the job's live threads, as the host sees them.
+    pub fn threads(&self) -> Vec<i32> {
+        match self {
             CpuMeter::Cgroup { dir, v2 } => {
                 let list = dir.join(if *v2 { "cgroup.threads" } else { "tasks" });
                 std::fs::read_to_string(list)
                     .unwrap_or_default()
                     .split_whitespace()
-                    .map(|tid| format!("/proc/{tid}/stat"))
+                    .filter_map(|tid| tid.parse().ok())
                     .collect()
             }
             CpuMeter::Tree(root) => tree(*root)
@@ -188,13 +196,10 @@ impl CpuMeter {
                         .into_iter()
                         .flatten()
                         .flatten()
-                        .map(|task| task.path().join("stat").display().to_string())
+                        .filter_map(|task| task.file_name().to_str()?.parse().ok())
                 })
                 .collect(),
-        };
-        threads
-            .iter()
-            .any(|stat| stat_after_command(stat).is_some_and(|rest| rest.starts_with(['R', 'D'])))
+        }
     }
 }
 
@@ -223,7 +228,7 @@ fn tree(root: i32) -> Option<Vec<i32>> {
 
 /// A `/proc/.../stat` file from the field after the command (which may hold spaces and
 /// parentheses) on: the state, field 3, first.
-fn stat_after_command(path: &str) -> Option<String> {
+pub(crate) fn stat_after_command(path: &str) -> Option<String> {
     let stat = std::fs::read_to_string(path).ok()?;
     Some(stat.get(stat.rfind(')')? + 2..)?.to_string())
 }

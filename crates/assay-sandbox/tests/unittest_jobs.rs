@@ -440,6 +440,13 @@ fn results(out: &assay_sandbox::UnittestOutcome) -> Vec<(&str, TestResult)> {
         .collect()
 }
 
+/// The first two tests passed; the third was running when the job ended.
+const ENDED_IN_THE_THIRD: [(&str, TestResult); 3] = [
+    ("test_a", TestResult::Pass),
+    ("test_b", TestResult::Pass),
+    ("test_c", TestResult::Crashed),
+];
+
 #[test]
 fn a_sample_hanging_in_its_third_test_ends_at_that_tests_waiting_budget() {
     let out = three_tests(&sleeper(600.0), budgets(30.0, 2.0));
@@ -448,14 +455,7 @@ fn a_sample_hanging_in_its_third_test_ends_at_that_tests_waiting_budget() {
         out.reason,
         "test test_c waited, computing nothing, past its budget of 2 s"
     );
-    assert_eq!(
-        results(&out),
-        [
-            ("test_a", TestResult::Pass),
-            ("test_b", TestResult::Pass),
-            ("test_c", TestResult::Crashed)
-        ]
-    );
+    assert_eq!(results(&out), ENDED_IN_THE_THIRD);
     // Ended at the test's 2 s of waiting, not at its 30 s of CPU nor the job's 60 s.
     assert!(
         out.usage.wall < Duration::from_secs(20),
@@ -544,5 +544,85 @@ fn a_test_starved_of_cpu_is_not_waiting() {
     assert!(
         third.cpu_seconds.unwrap() < 1.0 && third.seconds > 1.9,
         "{third:?}"
+    );
+}
+
+/// `task_func(3)` deadlocks: it joins a thread waiting, with no timeout, on an event no one
+/// sets, while a second thread serves a socket no one connects to.
+const DEADLOCK: &str = r#"
+import socket, threading
+def task_func(x):
+    if x == 3:
+        never = threading.Event()
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        threading.Thread(target=listener.accept).start()
+        waiter = threading.Thread(target=never.wait)
+        waiter.start()
+        waiter.join()
+    return x
+"#;
+
+/// Waits with no timeout that something in the job ends all the same: a timer's signal, a
+/// thread that sleeps and then sets the event, a child that exits.
+const WAKES_UP: &str = r#"
+import os, select, signal, subprocess, threading, time
+class Rang(Exception):
+    pass
+def ring(signum, frame):
+    raise Rang()
+def task_func(x):
+    if x == 1:
+        signal.signal(signal.SIGALRM, ring)
+        signal.alarm(2)
+        r, w = os.pipe()
+        try:
+            select.select([r], [], [])
+        except Rang:
+            pass
+    if x == 2:
+        event = threading.Event()
+        threading.Timer(2, event.set).start()
+        event.wait()
+    if x == 3:
+        subprocess.Popen(["sleep", "2"]).wait()
+    return x
+"#;
+
+#[test]
+fn a_sample_deadlocked_in_its_third_test_ends_as_hung_long_before_its_budget() {
+    // A 60 s waiting budget: only knowing the job hung can end it sooner.
+    let out = three_tests(DEADLOCK, budgets(30.0, 60.0));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert_eq!(
+        out.reason,
+        "test test_c hung for good: every thread of the job waited, with no timeout, on another"
+    );
+    assert_eq!(results(&out), ENDED_IN_THE_THIRD);
+}
+
+#[test]
+fn waits_something_in_the_job_ends_are_not_called_hung() {
+    // Each test waits about 2 s with no timeout, against a waiting budget of 20 s.
+    let out = three_tests(WAKES_UP, budgets(30.0, 20.0));
+    assert_eq!(out.status, Status::Pass, "{}", out.reason);
+    assert!(out.tests.iter().all(|t| t.seconds > 1.9), "{:?}", out.tests);
+}
+
+#[test]
+fn a_job_on_the_hosts_network_is_never_called_hung() {
+    // A peer on the network could end its waits: only its budget ends it.
+    let mut config = common::config();
+    config.network = true;
+    let online = run(assay_sandbox::Engine::start(config)).expect("engine");
+    let mut j = job(DEADLOCK, THREE_TESTS);
+    j.limits = Some(common::limits(60));
+    j.test_budgets = budgets(30.0, 3.0);
+    let out = run(online.run_unittest(j));
+    assert_eq!(out.status, Status::Timeout, "{}", out.reason);
+    assert_eq!(
+        out.reason,
+        "test test_c waited, computing nothing, past its budget of 3 s"
     );
 }
