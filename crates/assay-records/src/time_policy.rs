@@ -31,7 +31,8 @@ pub enum TimePolicy {
         seconds: f64,
     },
     /// A budget per task from how long its reference solution takes here: `factor` times
-    /// that, at least `floor_seconds`, at most `cap_seconds`. A task whose reference hangs
+    /// that, and no less than its tests' CPU budgets together (below), at least
+    /// `floor_seconds`, at most `cap_seconds`. A task whose reference hangs
     /// (times out even at the cap) gets the floor: samples that pass it do so quickly, and
     /// those that hang like the reference would otherwise hold the end of every run for the
     /// cap. Tasks whose reference fails or was not judged get the cap.
@@ -63,8 +64,10 @@ pub enum TimePolicy {
 
 impl TimePolicy {
     /// assay's default, chosen on the official runs (docs/parity.md): their slowest passing
-    /// sample takes 30 s where the reference takes 0.3 s (RSA key generation), so the floor
-    /// keeps twice that; a hung sample still ends four times sooner than at 240 s. Their
+    /// sample took 30 s where the reference takes 0.3 s (RSA key generation), so the floor
+    /// keeps twice that; a hung sample still ends four times sooner than at 240 s. (The same
+    /// sample later ran past 60 s on random primes, which the tests' CPU budgets, summed into
+    /// the task's, now allow.) Their
     /// slowest passing test computes for 15.3 s (the same key generation; its reference
     /// 0.02 s), so a test's CPU floor keeps twice that; where a reference test takes 0.5 s or
     /// more, passing samples take at most 1.38 times as long, and the CPU factor keeps 3.6 times
@@ -90,7 +93,19 @@ impl TimePolicy {
                 cap_seconds,
                 ..
             } => match reference {
-                Some(r) if r.passed() => (r.seconds * factor).clamp(floor_seconds, cap_seconds),
+                Some(r) if r.passed() => {
+                    // Never tighter than the tests' own CPU budgets together: a sample whose
+                    // every test computes within its budget (587's RSA keys: six tests of 2
+                    // to 30 s each, whatever the reference's 0.3 s) is not cut by the task's.
+                    let tests: f64 = self
+                        .test_budgets(reference)
+                        .values()
+                        .map(|b| b.cpu.as_secs_f64())
+                        .sum();
+                    (r.seconds * factor)
+                        .max(tests)
+                        .clamp(floor_seconds, cap_seconds)
+                }
                 Some(r) if r.status == Status::Timeout => floor_seconds,
                 _ => cap_seconds,
             },
@@ -154,6 +169,14 @@ mod tests {
         }
     }
 
+    /// A reference whose run recorded no time per test.
+    fn untimed(status: Status, seconds: f64) -> ReferenceResult {
+        ReferenceResult {
+            tests: BTreeMap::new(),
+            ..reference(status, seconds)
+        }
+    }
+
     #[test]
     fn budgets_follow_the_reference_within_floor_and_cap() {
         let policy = TimePolicy::Budget {
@@ -166,8 +189,12 @@ mod tests {
             test_wait_factor: 2.0,
         };
         let secs = |r: Option<ReferenceResult>| policy.limit(r.as_ref()).as_secs_f64();
-        assert_eq!(secs(Some(reference(Status::Pass, 0.1))), 10.0);
-        assert_eq!(secs(Some(reference(Status::Pass, 4.0))), 20.0);
+        assert_eq!(secs(Some(untimed(Status::Pass, 0.1))), 10.0);
+        assert_eq!(secs(Some(untimed(Status::Pass, 4.0))), 20.0);
+        assert_eq!(secs(Some(untimed(Status::Pass, 100.0))), 240.0);
+        // Never less than the tests' CPU budgets together: 3 s and 80 s.
+        assert_eq!(secs(Some(reference(Status::Pass, 0.1))), 83.0);
+        assert_eq!(secs(Some(reference(Status::Pass, 20.0))), 100.0);
         assert_eq!(secs(Some(reference(Status::Pass, 100.0))), 240.0);
         // A reference that fails or was never measured says nothing: the official limit.
         assert_eq!(secs(Some(reference(Status::Fail, 0.1))), 240.0);
