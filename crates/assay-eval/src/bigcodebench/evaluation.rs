@@ -8,6 +8,7 @@ use assay_records::{EvalSummary, Listener, ReferenceResult, RunEvent, SampleReco
 use assay_rundir::{RunDir, SUMMARY};
 use assay_sandbox::Engine;
 use assay_tasks::bigcodebench::{Dataset, Task};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 
 use super::ground_truth::References;
@@ -166,6 +167,10 @@ impl Evaluation<'_> {
             times.expected(&sample.task_id, reference.as_ref().map(|r| r.seconds))
         };
         pending.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
+        // One task polls every sample's job, first in this order, so that they queue for the
+        // engine's slots in it. (A task spawned per sample would reach the queue in whatever
+        // order the runtime first polls them: not longest first.)
+        let mut jobs = FuturesUnordered::new();
         listener.on_event(&RunEvent::JudgingStarted {
             samples: samples.samples.len(),
             done: results.len(),
@@ -191,7 +196,7 @@ impl Evaluation<'_> {
                 tx.clone(),
                 options.time.clone(),
             );
-            tokio::spawn(async move {
+            jobs.push(async move {
                 let measured = match reference.as_mut() {
                     Some(rx) => rx
                         .wait_for(Option::is_some)
@@ -206,6 +211,7 @@ impl Evaluation<'_> {
                 let _ = tx.send(Finished::Sample(judge(&engine, &environment, job).await));
             });
         }
+        tokio::spawn(async move { while jobs.next().await.is_some() {} });
         drop(tx);
         let mut journals = Journals {
             run: Some(&mut *run),
