@@ -13,16 +13,21 @@
 //!   the like, or a blocking read or `accept` on a pipe or socket;
 //! * nothing outside the job can end those waits: the job has a network of its own (loopback
 //!   only), its own IPC namespace, `/dev/shm` and `/tmp`, and the supervisor writes nothing to a
-//!   unittest job once it runs. Timers could: a job with a POSIX timer, a timerfd or a handler
-//!   for `SIGALRM` (`signal.alarm`) is never called hung;
+//!   unittest job once it runs. Timers could: a job with a POSIX timer, a handler for
+//!   `SIGALRM` (`signal.alarm`) or that signal blocked, a descriptor other than pipes, sockets,
+//!   epoll sets, eventfds and plain files (a timerfd, a signalfd, an inotify on files the host
+//!   may change), or a TCP connection with a kernel timer that could still move it (connecting,
+//!   data unacknowledged) is never called hung;
 //! * two readings at least [`CONFIRM`] apart find the same threads in the same calls, having
 //!   switched context not once: no thread woke in between (a thread that wakes and sleeps again
 //!   counts a switch), so at one instant all slept at once with no one left to wake them.
 //!
 //! Anything unreadable or unknown (another system call, a thread stopped or running, a
 //! `/proc` file the kernel refuses) means "not known to be hung", and the test's own budgets
-//! decide as before. The one wake this cannot see is a socket given a receive timeout
-//! (`SO_RCVTIMEO`), which no BigCodeBench task or sample sets.
+//! decide as before. Two wakes this cannot see: a socket given a receive timeout
+//! (`SO_RCVTIMEO`), and an alarm left to its default action (a process that sets
+//! `signal.alarm` without a handler dies of it). No BigCodeBench task or official sample
+//! does either.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -47,13 +52,20 @@ impl Watch {
     /// A watch for a job confined as `layers` says, or `None` when something outside the job
     /// could wake it (the host's network, shared IPC or `/dev/shm`).
     pub fn new(layers: &Layers) -> Option<Watch> {
-        let closed = layers.pid_ns
+        // Seccomp keeps out io_uring, whose timeouts /proc does not show.
+        let closed = layers.seccomp
+            && layers.pid_ns
             && layers.net_ns
             && !layers.network
             && layers.ipc_ns
             && layers.private_shm
             && layers.private_tmp;
         closed.then_some(Watch { since: None })
+    }
+
+    /// Forgets what earlier readings found (a thread of the job was seen runnable).
+    pub fn forget(&mut self) {
+        self.since = None;
     }
 
     /// Reads the job now; says whether it has been hung for good for at least [`CONFIRM`].
@@ -98,6 +110,13 @@ fn read(threads: &[i32]) -> Option<Vec<Asleep>> {
             'Z' | 'X' => continue,
             _ => return None,
         }
+        // The call first: the kernel reads it only while the thread is off its CPU, so the
+        // switches counted after it, unchanged at the next reading, prove the thread slept
+        // all the while between.
+        let call = std::fs::read_to_string(format!("/proc/{tid}/syscall")).ok()?;
+        if !waits_forever(&call, |fd| fd_kind(tid, fd))? {
+            return None;
+        }
         let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
         let field = |name: &str| {
             status
@@ -105,17 +124,16 @@ fn read(threads: &[i32]) -> Option<Vec<Asleep>> {
                 .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
                 .map(str::trim)
         };
-        let caught = u64::from_str_radix(field("SigCgt")?, 16).ok()?;
-        if caught & SIGALRM_BIT != 0 {
-            return None;
+        // A SIGALRM handled, or blocked to be taken by sigwait or a signalfd: an alarm may
+        // be set, which /proc does not show.
+        for mask in ["SigCgt", "SigBlk"] {
+            if u64::from_str_radix(field(mask)?, 16).ok()? & SIGALRM_BIT != 0 {
+                return None;
+            }
         }
         let switches = field("voluntary_ctxt_switches")?.parse::<u64>().ok()?
             + field("nonvoluntary_ctxt_switches")?.parse::<u64>().ok()?;
         processes.insert(field("Tgid")?.parse::<i32>().ok()?);
-        let call = std::fs::read_to_string(format!("/proc/{tid}/syscall")).ok()?;
-        if !waits_forever(&call, |fd| fd_kind(tid, fd))? {
-            return None;
-        }
         asleep.push(Asleep {
             tid,
             call,
@@ -123,25 +141,69 @@ fn read(threads: &[i32]) -> Option<Vec<Asleep>> {
         });
     }
     // No thread at all is no job to call hung.
-    if asleep.is_empty() || !processes.iter().all(|&pid| timerless(pid)) {
+    let quiet = |&pid: &i32| timerless(pid) && quiet_fds(pid) && quiet_tcp(pid);
+    if asleep.is_empty() || !processes.iter().all(quiet) {
         return None;
     }
     Some(asleep)
 }
 
-/// Whether process `pid` has no timer that could wake it: no POSIX timer, no timerfd.
+/// Whether process `pid` has no POSIX timer.
 fn timerless(pid: i32) -> bool {
-    let Ok(timers) = std::fs::read_to_string(format!("/proc/{pid}/timers")) else {
-        return false;
-    };
+    std::fs::read_to_string(format!("/proc/{pid}/timers")).is_ok_and(|t| t.trim().is_empty())
+}
+
+/// Whether every descriptor of process `pid` is one only the job can make ready: a pipe, a
+/// socket, an epoll set, an eventfd or pidfd, `/dev/null` and the like, or a file outside
+/// `/proc`, `/sys` and `/dev`. Not a timerfd, a signalfd, an inotify watching files the
+/// host may change, a pressure trigger...
+fn quiet_fds(pid: i32) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
-    timers.trim().is_empty()
-        && fds.flatten().all(|fd| {
-            std::fs::read_link(fd.path())
-                .is_ok_and(|target| !target.to_string_lossy().contains("timerfd"))
+    fds.flatten().all(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| {
+            let target = target.to_string_lossy();
+            let kind = |prefix: &str| target.starts_with(prefix);
+            kind("pipe:")
+                || kind("socket:")
+                || matches!(
+                    &*target,
+                    "anon_inode:[eventpoll]"
+                        | "anon_inode:[eventfd]"
+                        | "anon_inode:[pidfd]"
+                        | "/dev/null"
+                        | "/dev/zero"
+                        | "/dev/random"
+                        | "/dev/urandom"
+                )
+                || (kind("/") && !kind("/proc/") && !kind("/sys/") && !kind("/dev/"))
         })
+    })
+}
+
+/// Whether no TCP connection of process `pid`'s network could still move by a timer of the
+/// kernel's own: none connecting (`SYN_SENT`, `SYN_RECV`), none with data unacknowledged or a
+/// retransmit or window-probe timer running (`/proc/<pid>/net/tcp`, `tcp6`).
+fn quiet_tcp(pid: i32) -> bool {
+    ["tcp", "tcp6"].iter().all(|table| {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")) else {
+            return false;
+        };
+        text.lines().skip(1).all(|row| {
+            // sl local rem st tx_queue:rx_queue tr:when retrnsmt ...
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            let (Some(state), Some(queues), Some(timer)) = (cols.get(3), cols.get(4), cols.get(5))
+            else {
+                return false;
+            };
+            let tx_queue = queues.split(':').next().unwrap_or("1");
+            let timer = timer.split(':').next().unwrap_or("1");
+            !matches!(*state, "02" | "03")
+                && u64::from_str_radix(tx_queue, 16) == Ok(0)
+                && !matches!(timer, "01" | "04")
+        })
+    })
 }
 
 /// What descriptor `fd` of thread `tid` is: `pipe:[...]`, `socket:[...]`, a path...

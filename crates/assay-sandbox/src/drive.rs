@@ -232,7 +232,14 @@ impl TestClock {
             }
         }
         let test = self.test.clone();
-        let hung = !held_up && self.deadlock.as_mut().is_some_and(|w| w.hung(meter));
+        let hung = self.deadlock.as_mut().is_some_and(|w| {
+            if held_up {
+                w.forget();
+                false
+            } else {
+                w.hung(meter)
+            }
+        });
         if cpu.saturating_sub(start) > self.budget.cpu {
             Some(Overrun::Cpu {
                 test,
