@@ -96,7 +96,7 @@ impl TimePolicy {
                 Some(r) if r.passed() => {
                     // Never tighter than the tests' own CPU budgets together: a sample whose
                     // every test computes within its budget (587's RSA keys: six tests of 2
-                    // to 30 s each, whatever the reference's 0.3 s) is not cut by the task's.
+                    // to 28 s each, whatever the reference's 0.3 s) is not cut by the task's.
                     let tests: f64 = self
                         .test_budgets(reference)
                         .values()

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use assay_records::Layers;
 
-use crate::slots::{stat_after_command, CpuMeter};
+use crate::slots::stat_after_command;
 
 /// How long the job must be seen hung before it is called so.
 pub(crate) const CONFIRM: Duration = Duration::from_secs(1);
@@ -68,9 +68,9 @@ impl Watch {
         self.since = None;
     }
 
-    /// Reads the job now; says whether it has been hung for good for at least [`CONFIRM`].
-    pub fn hung(&mut self, meter: &CpuMeter) -> bool {
-        let mut threads = meter.threads();
+    /// Reads the job's `threads` now; says whether it has been hung for good for at least
+    /// [`CONFIRM`].
+    pub fn hung(&mut self, mut threads: Vec<i32>) -> bool {
         // In one order, so that two readings of the same threads compare equal.
         threads.sort_unstable();
         let Some(now) = read(&threads) else {
@@ -279,53 +279,70 @@ mod tests {
 
     #[test]
     fn waits_without_a_timeout_are_told_from_bounded_ones() {
-        // CPython joining a thread: FUTEX_WAIT_BITSET | PRIVATE | CLOCK_REALTIME, no timeout.
-        assert_eq!(
-            forever(libc::SYS_futex, [0x7f00, 0x189, 0, 0, 0, 0xffff_ffff]),
-            Some(true)
-        );
-        // The GIL's timed wait.
-        assert_eq!(
-            forever(libc::SYS_futex, [0x7f00, 0x189, 0, 0x7ffd, 0, 0]),
-            Some(false)
-        );
-        // A wake is not a wait.
-        assert_eq!(
-            forever(libc::SYS_futex, [0x7f00, 0x81, 1, 0, 0, 0]),
-            Some(false)
-        );
-        // select() without a timeout, as glibc makes it; with one.
-        assert_eq!(
-            forever(libc::SYS_pselect6, [6, 0x7f, 0, 0, 0, 0]),
-            Some(true)
-        );
-        assert_eq!(
-            forever(libc::SYS_pselect6, [6, 0x7f, 0, 0, 0x7ffd, 0]),
-            Some(false)
-        );
-        assert_eq!(
-            forever(libc::SYS_epoll_pwait, [4, 0x7f, 3, 0xffff_ffff, 0, 8]),
-            Some(true)
-        );
-        assert_eq!(
-            forever(libc::SYS_epoll_pwait, [4, 0x7f, 3, 500, 0, 8]),
-            Some(false)
-        );
-        assert_eq!(forever(libc::SYS_ppoll, [0x7f, 1, 0, 0, 8, 0]), Some(true));
-        // Reading a socket blocks until a peer in the job writes; a file never waits on one.
-        assert_eq!(
-            forever(libc::SYS_recvfrom, [5, 0x7f, 1024, 0, 0, 0]),
-            Some(true)
-        );
-        assert_eq!(
-            forever(libc::SYS_read, [7, 0x7f, 1024, 0, 0, 0]),
-            Some(false)
-        );
-        // Sleeping ends by itself.
-        assert_eq!(
-            forever(libc::SYS_clock_nanosleep, [0, 0, 0x7f, 0, 0, 0]),
-            Some(false)
-        );
+        let cases: [(&str, libc::c_long, [u64; 6], bool); 12] = [
+            // CPython joining a thread: FUTEX_WAIT_BITSET | PRIVATE | CLOCK_REALTIME.
+            (
+                "join",
+                libc::SYS_futex,
+                [0x7f00, 0x189, 0, 0, 0, 0xffff_ffff],
+                true,
+            ),
+            (
+                "the GIL's timed wait",
+                libc::SYS_futex,
+                [0x7f00, 0x189, 0, 0x7ffd, 0, 0],
+                false,
+            ),
+            ("a wake", libc::SYS_futex, [0x7f00, 0x81, 1, 0, 0, 0], false),
+            (
+                "select, as glibc makes it",
+                libc::SYS_pselect6,
+                [6, 0x7f, 0, 0, 0, 0],
+                true,
+            ),
+            (
+                "select with a timeout",
+                libc::SYS_pselect6,
+                [6, 0x7f, 0, 0, 0x7ffd, 0],
+                false,
+            ),
+            (
+                "epoll, -1",
+                libc::SYS_epoll_pwait,
+                [4, 0x7f, 3, 0xffff_ffff, 0, 8],
+                true,
+            ),
+            (
+                "epoll, 500 ms",
+                libc::SYS_epoll_pwait,
+                [4, 0x7f, 3, 500, 0, 8],
+                false,
+            ),
+            ("ppoll", libc::SYS_ppoll, [0x7f, 1, 0, 0, 8, 0], true),
+            // A socket blocks until a peer in the job writes; a file never waits on one.
+            (
+                "a socket read",
+                libc::SYS_recvfrom,
+                [5, 0x7f, 1024, 0, 0, 0],
+                true,
+            ),
+            (
+                "a file read",
+                libc::SYS_read,
+                [7, 0x7f, 1024, 0, 0, 0],
+                false,
+            ),
+            (
+                "a sleep",
+                libc::SYS_clock_nanosleep,
+                [0, 0, 0x7f, 0, 0, 0],
+                false,
+            ),
+            ("restarting", libc::SYS_restart_syscall, [0; 6], false),
+        ];
+        for (what, nr, args, expected) in cases {
+            assert_eq!(forever(nr, args), Some(expected), "{what}");
+        }
         // Not in a system call.
         assert_eq!(waits_forever("running\n", |_| None), None);
         assert_eq!(waits_forever("-1 0x7ffd 0x7fb0\n", |_| None), None);

@@ -15,7 +15,7 @@ use crate::config::Limits;
 use crate::deadlock;
 use crate::outcome::Usage;
 use crate::sandbox::Sandbox;
-use crate::slots::{CpuMeter, METER_TICK};
+use crate::slots::{self, CpuMeter, METER_TICK};
 use crate::worker::{ExitNotice, Rusage};
 use assay_records::{Captured, TestBudget};
 
@@ -224,32 +224,34 @@ impl TestClock {
         let now = Instant::now();
         let (then, before) = std::mem::replace(&mut self.last, (now, Some(cpu)));
         let start = *self.cpu_at_start.get_or_insert(cpu);
-        let held_up = meter.busy();
+        // One list of the job's threads for both questions asked of them.
+        let threads = meter.threads();
+        let held_up = slots::held_up(&threads);
         if let Some(before) = before {
             let idle = (now - then).saturating_sub(cpu.saturating_sub(before));
             if !held_up {
                 self.waited += idle;
             }
         }
-        let test = self.test.clone();
         let hung = self.deadlock.as_mut().is_some_and(|w| {
             if held_up {
                 w.forget();
                 false
             } else {
-                w.hung(meter)
+                w.hung(threads)
             }
         });
+        let test = || self.test.clone();
         if cpu.saturating_sub(start) > self.budget.cpu {
             Some(Overrun::Cpu {
-                test,
+                test: test(),
                 budget: self.budget.cpu,
             })
         } else if hung {
-            Some(Overrun::Hung { test })
+            Some(Overrun::Hung { test: test() })
         } else if self.waited > self.budget.waiting {
             Some(Overrun::Waiting {
-                test,
+                test: test(),
                 budget: self.budget.waiting,
             })
         } else {

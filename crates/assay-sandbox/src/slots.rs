@@ -167,16 +167,6 @@ impl CpuMeter {
         }
     }
 
-    /// Whether a thread of the job is runnable now (computing, or ready to and kept from a
-    /// CPU by a busy machine or its quota) or in uninterruptible sleep (held up by the disk or
-    /// memory reclaim): the job is held up, not waiting.
-    pub fn busy(&self) -> bool {
-        self.threads().iter().any(|tid| {
-            stat_after_command(&format!("/proc/{tid}/stat"))
-                .is_some_and(|rest| rest.starts_with(['R', 'D']))
-        })
-    }
-
     /// The ids of the job's live threads, as the host sees them.
     pub fn threads(&self) -> Vec<i32> {
         match self {
@@ -201,6 +191,16 @@ impl CpuMeter {
                 .collect(),
         }
     }
+}
+
+/// Whether one of `threads` is runnable now (computing, or ready to and kept from a CPU by a
+/// busy machine or its quota) or in uninterruptible sleep (held up by the disk or memory
+/// reclaim): the job is held up, not waiting.
+pub(crate) fn held_up(threads: &[i32]) -> bool {
+    threads.iter().any(|tid| {
+        stat_after_command(&format!("/proc/{tid}/stat"))
+            .is_some_and(|rest| rest.starts_with(['R', 'D']))
+    })
 }
 
 /// `root` and every live descendant; `None` when `root` itself is gone.
