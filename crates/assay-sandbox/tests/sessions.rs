@@ -21,20 +21,57 @@ fn state_persists_and_each_cell_gets_its_own_output() {
             .exec("import numpy as np\nx = np.arange(4)\nprint('first')")
             .await;
         assert_eq!(first.status, Status::Pass, "{}", first.reason);
-        assert_eq!(first.stdout.text, "first\n");
+        assert_eq!(first.output.text, "first\n");
         assert_eq!(first.result, None);
         let second = s.exec("print('second')\nx.sum() * 10").await;
-        assert_eq!(second.stdout.text, "second\n");
+        assert_eq!(second.output.text, "second\n");
         assert_eq!(second.result.as_deref(), Some("60"));
         let third = s
             .exec("import sys\nprint('oops', file=sys.stderr)\n1/0")
             .await;
         assert_eq!(third.status, Status::Error);
         assert_eq!(third.error.as_ref().unwrap().name, "ZeroDivisionError");
-        assert_eq!(third.stderr.text, "oops\n");
+        assert_eq!(third.output.text, "oops\n");
         assert!(third.session_alive);
         let fourth = s.exec("x.tolist()").await;
         assert_eq!(fourth.result.as_deref(), Some("[0, 1, 2, 3]"));
+        s.close().await;
+    });
+}
+
+#[test]
+fn cells_are_notebook_cells() {
+    let engine = engine();
+    run(async move {
+        let s = open(&engine, SessionSpec::default()).await;
+        // Both streams, and a program the cell starts, in the order written.
+        let out = s
+            .exec("import sys\nprint('one')\nsys.stderr.write('two\\n')\n!echo three\nprint('four', end='')")
+            .await;
+        assert_eq!(out.status, Status::Pass, "{}", out.reason);
+        assert_eq!(out.output.text, "one\ntwo\nthree\nfour");
+        // The last value as IPython shows it; `;` silences it; magics work.
+        let out = s.exec("{'b': list(range(30)), 'a': 'x' * 70}").await;
+        let shown = out.result.unwrap();
+        assert!(
+            shown.starts_with("{'b': [0,\n  1,"),
+            "pretty-printed: {shown}"
+        );
+        assert_eq!(s.exec("40 + 2;").await.result, None);
+        let out = s.exec("%time y = 1\ny").await;
+        assert!(out.output.text.contains("Wall time"), "{}", out.output.text);
+        assert_eq!(out.result.as_deref(), Some("1"));
+        // Installing is refused, and said so.
+        let out = s.exec("!pip install --quiet requests\n_exit_code").await;
+        assert!(out.output.text.contains("read-only"), "{}", out.output.text);
+        assert_eq!(out.result.as_deref(), Some("1"));
+        // A notebook's error: name and message, the state kept.
+        let out = s.exec("undefined_name").await;
+        let error = out.error.unwrap();
+        assert_eq!(
+            (error.name.as_str(), error.message.as_str()),
+            ("NameError", "name 'undefined_name' is not defined")
+        );
         s.close().await;
     });
 }
@@ -49,6 +86,13 @@ fn figures_come_back_as_png() {
             .await;
         assert_eq!(out.status, Status::Pass, "{}", out.reason);
         assert_eq!(out.figures.len(), 1);
+        assert_eq!(out.result.as_deref(), Some("Text(0.5, 1.0, 't')"));
+        // `plt.show()` prints nothing, as in a notebook: the figure is shown, then closed.
+        let shown = s
+            .exec("plt.plot([1, 2]); plt.show()\nplt.figure(); plt.bar([1], [2])\nprint('done')")
+            .await;
+        assert_eq!(shown.output.text, "done\n", "{}", shown.reason);
+        assert_eq!(shown.figures.len(), 2);
         assert!(out.figures[0].starts_with(b"\x89PNG\r\n\x1a\n"));
         let next = s.exec("len(plt.get_fignums())").await;
         assert_eq!(
@@ -235,11 +279,11 @@ fn a_cancelled_exec_kills_the_session_instead_of_haunting_the_next_cell() {
         let next = s.exec("print('new cell')\n1 + 1").await;
         assert_eq!(next.status, Status::Error);
         assert!(next.reason.contains("cancelled"), "{}", next.reason);
-        assert!(!next.stdout.text.contains("old cell"));
+        assert!(!next.output.text.contains("old cell"));
         s.restart().await.unwrap();
         let fresh = s.exec("print('new cell')\n1 + 1").await;
         assert_eq!(
-            (fresh.stdout.text.as_str(), fresh.result.as_deref()),
+            (fresh.output.text.as_str(), fresh.result.as_deref()),
             ("new cell\n", Some("2"))
         );
     });
@@ -259,7 +303,9 @@ fn exceptions_that_break_while_being_described_do_not_kill_the_session() {
         let repr = s
             .exec("class R:\n    def __repr__(self):\n        raise ValueError()\nR()")
             .await;
-        assert_eq!(repr.status, Status::Pass, "{}", repr.reason);
+        // As in a notebook: the broken display shows as the cell's error.
+        assert_eq!(repr.error.unwrap().name, "ValueError", "{}", repr.reason);
+        assert!(repr.session_alive);
         assert_eq!(s.exec("kept").await.result.as_deref(), Some("7"));
     });
 }
@@ -271,7 +317,7 @@ fn every_cell_gets_exactly_its_own_output() {
         let s = open(&engine, SessionSpec::default()).await;
         for i in 0..60 {
             let out = s.exec(&format!("print('cell {i}')")).await;
-            assert_eq!(out.stdout.text, format!("cell {i}\n"), "{}", out.reason);
+            assert_eq!(out.output.text, format!("cell {i}\n"), "{}", out.reason);
         }
         s.close().await;
     });

@@ -2,9 +2,12 @@
 //!
 //! [`bigcodebench`]: the 1,140 BigCodeBench tasks in every dataset version the official harness
 //! has used (embedded: the data is Apache-2.0), the Hard subset, and a loader for any file in
-//! the Hugging Face schema. Nothing here runs code or talks to models.
+//! the Hugging Face schema. [`pybench`]: the 143 PyBench tasks, read from a folder in upstream's
+//! layout (their license is unknown, so they are never embedded). Nothing here runs code or
+//! talks to models.
 
 pub mod bigcodebench;
+pub mod pybench;
 
 use std::path::PathBuf;
 

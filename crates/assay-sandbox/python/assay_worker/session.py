@@ -1,5 +1,10 @@
-"""A persistent interpreter session: a REPL over the control pipe, what a notebook kernel is to
-an agent, minus the Jupyter machinery.
+"""A persistent interpreter session: notebook cells over the control pipe, what a Jupyter kernel
+is to an agent, minus the Jupyter machinery.
+
+Cells run in an IPython shell, so they behave as in a notebook: ``!cmd`` and ``%magics`` work,
+the last expression's value comes back as IPython displays it (``text/plain``), matplotlib draws
+inline (``plt.show()`` prints nothing; every figure still open after a cell is rendered and
+closed), and ``display()`` output is kept off the text, as a notebook shows it beside the cell.
 
 Requests (frames on fd 3)::
 
@@ -9,37 +14,46 @@ Requests (frames on fd 3)::
 Each exec answers one frame on fd 4::
 
     {"ev": "exec_done", "id": N, "status": "ok" | "error",
-     "result": repr of the last expression or null,
+     "result": the last value's text/plain or null,
      "error": {"ename", "evalue", "traceback"} or null,
      "figures": [base64 PNG, ...], "figure_error": str or null, "seconds": float}
 
-State (variables, imports) lives in one namespace for the session's lifetime. Output goes to the
-real stdout/stderr, which the supervisor reads up to each answer. Like a notebook's inline
-backend, every matplotlib figure still open after a cell is rendered to PNG and closed.
+Output: stdout and stderr share one pipe (fd 1), unbuffered, so what a cell and the programs it
+starts print arrives in the order it was written, as a notebook interleaves its streams.
 
 Interrupts: the supervisor sends SIGINT. It raises KeyboardInterrupt only while a cell runs;
 between cells SIGINT is blocked and stale ones are discarded, so an interrupt can never land in
 the middle of writing an answer. A cell's CPU budget works the same way: SIGXCPU at the soft
 limit raises inside the cell; the session's hard limit kills it.
+
+Packages cannot be installed: the environment is read-only and has no network, so
+``!pip install`` (and conda, apt) is not run, and the cell's output says why.
 """
 
-import ast
 import base64
-import builtins
 import io
+import os
+import re
 import resource
 import signal
 import sys
 import time
-import traceback
+import warnings
 
 from . import wire
 from .wire import CTL
-from .unittest_job import cap, flush_streams
+from .unittest_job import cap
 
 RESULT_CAP = 64 << 10
 MAX_FIGURES = 16
 FIGURE_BYTES_CAP = 16 << 20
+
+INSTALL_COMMAND = re.compile(
+    r"(^|[\s;&|(])(pip3?|conda|mamba|micromamba|apt|apt-get|yum|dnf)\s+(-\S+\s+)*install\b"
+    r"|-m\s+pip\s+(-\S+\s+)*install\b")
+READ_ONLY_NOTICE = ("ERROR: nothing was installed: this session's Python environment is "
+                    "read-only and offline (assay's pinned environment); use the packages "
+                    "already installed.\n")
 
 
 class CpuBudgetExceeded(BaseException):
@@ -47,7 +61,30 @@ class CpuBudgetExceeded(BaseException):
 
 
 class _State:
-    in_cell = False
+    """What the cell now running has produced besides its output."""
+
+    def __init__(self):
+        self.in_cell = False
+        self.reset()
+
+    def reset(self):
+        self.result = None
+        self.error = None
+        self.figures = []
+        self.figure_bytes = 0
+        self.figure_error = None
+
+    def add_figure(self, png):
+        if isinstance(png, bytes):
+            png = base64.b64encode(png).decode("ascii")
+        if len(self.figures) >= MAX_FIGURES:
+            self.figure_error = f"more than {MAX_FIGURES} figures; the rest were dropped"
+            return
+        self.figure_bytes += len(png) * 3 // 4
+        if self.figure_bytes > FIGURE_BYTES_CAP:
+            self.figure_error = f"figures exceed {FIGURE_BYTES_CAP} bytes; the rest were dropped"
+            return
+        self.figures.append(png)
 
 
 def _raise_in_cell(exc_type, state):
@@ -70,52 +107,16 @@ def _set_cpu_budget(seconds):
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
-def _figures():
-    plt = sys.modules.get("matplotlib.pyplot")
-    if plt is None:
-        return [], None
-    images, total, error = [], 0, None
-    try:
-        for number in plt.get_fignums()[:MAX_FIGURES]:
-            buf = io.BytesIO()
-            plt.figure(number).savefig(buf, format="png", bbox_inches="tight")
-            total += buf.tell()
-            if total > FIGURE_BYTES_CAP:
-                error = f"figures exceed {FIGURE_BYTES_CAP} bytes; the rest were dropped"
-                break
-            images.append(base64.b64encode(buf.getvalue()).decode("ascii"))
-    except Exception as e:  # noqa: BLE001 - a broken figure must not break the session
-        error = f"{type(e).__name__}: {e}"
-    finally:
-        plt.close("all")
-    return images, error
-
-
-def execute(code, namespace, state, cell_name):
-    """Runs one cell; returns (status, result repr, error)."""
-    result = error = None
-    status = "ok"
-    try:
-        tree = ast.parse(code, filename=cell_name)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        state.in_cell = True
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        exec(compile(tree, cell_name, "exec"), namespace)
-        if last is not None:
-            value = eval(compile(ast.Expression(last.value), cell_name, "eval"), namespace)
-            if value is not None:
-                namespace["_"] = value
-                result = cap(_safe(lambda: repr(value), "<unrepresentable>"), RESULT_CAP)
-    except BaseException as e:  # noqa: BLE001 - a cell's failure is the answer, not ours
-        # No more interrupts: describing the error is ours.
-        state.in_cell = False
-        status = "error"
-        error = _describe_cell_error(e)
-    finally:
-        # Cleared first: an interrupt arriving as the mask is set must find nothing to raise.
-        state.in_cell = False
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    return status, result, error
+def merge_streams():
+    """Points stderr at stdout's pipe and makes both unbuffered, so that the order things were
+    written in survives."""
+    os.dup2(1, 2)
+    for name in ("stdout", "stderr"):
+        raw = open(1 if name == "stdout" else 2, "wb", buffering=0, closefd=False)
+        stream = io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace",
+                                  line_buffering=False, write_through=True)
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
 
 
 def _safe(describe, fallback):
@@ -126,45 +127,125 @@ def _safe(describe, fallback):
         return f"{fallback} ({type(e).__name__} while describing it)"
 
 
-def _describe_cell_error(e):
-    frames = e.__traceback__
-    # Drop this module's own frame: the user's traceback starts in their cell.
-    if frames is not None and frames.tb_frame.f_code is execute.__code__:
-        frames = frames.tb_next
-    return {
-        "ename": type(e).__name__,
-        "evalue": cap(_safe(lambda: str(e), "<unprintable>"), RESULT_CAP),
-        "traceback": cap(_safe(
-            lambda: "".join(traceback.format_exception(type(e), e, frames)),
-            f"{type(e).__name__}: <unprintable>")),
-    }
+def _error(etype, evalue, traceback_text):
+    name = _safe(lambda: etype.__name__, "<unnamed>")
+    return {"ename": name,
+            "evalue": cap(_safe(lambda: str(evalue), "<unprintable>"), RESULT_CAP),
+            "traceback": cap(traceback_text)}
+
+
+def make_shell(state):
+    """An IPython shell whose value display, rich displays and tracebacks land in ``state``
+    instead of on the terminal, as a notebook kernel sends them to its client."""
+    try:
+        import IPython  # noqa: F401 - only whether it is there
+    except ImportError:
+        raise RuntimeError("sessions run their cells in IPython, which this Python environment "
+                           "lacks (the `pybench` and `test` profiles have it)") from None
+    from IPython.core.displayhook import DisplayHook
+    from IPython.core.displaypub import DisplayPublisher
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets import Type
+    from traitlets.config import Config
+
+    class CellValue(DisplayHook):
+        """The last expression's value as a notebook's ``execute_result``: its text/plain."""
+
+        def start_displayhook(self):
+            pass
+
+        def write_output_prompt(self):
+            pass
+
+        def write_format_data(self, format_dict, md_dict=None):
+            state.result = cap(str(format_dict.get("text/plain", "")), RESULT_CAP)
+
+        def finish_displayhook(self):
+            pass
+
+    class RichDisplays(DisplayPublisher):
+        """``display()`` output: a notebook shows it beside the cell's text; images are kept
+        as the cell's figures, the rest dropped."""
+
+        def publish(self, data, metadata=None, source=None, **kwargs):
+            png = data.get("image/png")
+            if png is not None:
+                state.add_figure(png)
+
+        def clear_output(self, wait=False):
+            pass
+
+    class NotebookShell(InteractiveShell):
+        displayhook_class = Type(CellValue)
+        display_pub_class = Type(RichDisplays)
+
+        def _showtraceback(self, etype, evalue, stb):
+            text = stb if isinstance(stb, str) else "\n".join(stb)
+            state.error = _error(etype, evalue, text)
+
+        def enable_gui(self, gui=None):
+            pass  # inline figures need no event loop
+
+        def system(self, cmd):
+            if INSTALL_COMMAND.search(cmd):
+                sys.stdout.write(READ_ONLY_NOTICE)
+                self.user_ns["_exit_code"] = 1
+                return
+            self.system_raw(cmd)
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    config.InteractiveShell.colors = "NoColor"
+    config.InteractiveShell.xmode = "Plain"
+    shell = NotebookShell.instance(config=config)
+    try:
+        import matplotlib  # noqa: F401 - only whether it is there
+    except ImportError:
+        return shell
+    with warnings.catch_warnings():
+        # IPython 8.24+ with matplotlib < 3.9 warns about its own backend registry.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        shell.enable_matplotlib("inline")
+    return shell
+
+
+def run_cell(shell, code, state):
+    """Runs one cell; returns (status, result text, error)."""
+    state.reset()
+    try:
+        state.in_cell = True
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        shell.run_cell(code, store_history=True)
+    except BaseException as e:  # noqa: BLE001 - an interrupt outside IPython's own handling
+        state.in_cell = False
+        state.error = _error(type(e), e, "")
+    finally:
+        # Cleared first: an interrupt arriving as the mask is set must find nothing to raise.
+        state.in_cell = False
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    return ("error" if state.error else "ok"), state.result, state.error
 
 
 def run(spec, emit):
+    merge_streams()
+    os.environ.setdefault("IPYTHONDIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "ipython"))
     state = _State()
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     signal.signal(signal.SIGINT, _raise_in_cell(KeyboardInterrupt, state))
     signal.signal(signal.SIGXCPU, _raise_in_cell(CpuBudgetExceeded, state))
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
-    cells = 0
+    shell = make_shell(state)
     while True:
         request = wire.read_frame(CTL)
         if request is None or request.get("op") == "close":
             return
         if request.get("op") != "exec":
             raise ValueError(f"unknown session op {request.get('op')!r}")
-        cells += 1
         while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
             pass  # an interrupt aimed at an earlier cell
         _set_cpu_budget(request.get("cpu_seconds"))
         started = time.perf_counter()
-        status, result, error = execute(request["code"], namespace, state, f"<cell-{cells}>")
+        status, result, error = run_cell(shell, request["code"], state)
         seconds = time.perf_counter() - started
-        try:
-            flush_streams(sys.stdout, sys.stderr)
-            figures, figure_error = _figures()
-        except BaseException as e:  # noqa: BLE001 - the code's objects broke; the session lives
-            figures, figure_error = [], _safe(lambda: f"{type(e).__name__}: {e}", "figures")
         emit({"ev": "exec_done", "id": request["id"], "status": status, "result": result,
-              "error": error, "figures": figures, "figure_error": figure_error,
+              "error": error, "figures": state.figures, "figure_error": state.figure_error,
               "seconds": seconds})
