@@ -215,6 +215,20 @@ impl Listener for Progress {
                 self.samples.1 += 1;
             }
             RunEvent::ReferenceJudged { .. } => self.references.0 += 1,
+            RunEvent::EpisodesStarted { episodes, done } => {
+                if *done > 0 {
+                    self.say(&format!(
+                        "{done} of {episodes} episodes are already recorded; running the rest"
+                    ));
+                }
+                self.enter(Phase::Judging);
+                self.samples = (*episodes, *done);
+            }
+            RunEvent::TurnTaken { .. } => {}
+            RunEvent::EpisodeJudged { record } => {
+                *self.statuses.entry(record.status).or_insert(0) += 1;
+                self.samples.1 += 1;
+            }
             RunEvent::JudgingFinished => {}
         }
         let ended = matches!(event, RunEvent::JudgingFinished);

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::episode::EpisodeRecord;
 use crate::generation::{GenerationOutcome, GenerationRecord};
 use crate::sample::SampleRecord;
 
@@ -57,6 +58,25 @@ pub enum RunEvent {
     ReferenceJudged {
         /// Its record.
         record: Box<SampleRecord>,
+    },
+    /// PyBench episodes start: `episodes` in all, `done` ended by an earlier session.
+    EpisodesStarted {
+        /// Episodes in all.
+        episodes: usize,
+        /// Episodes already recorded.
+        done: usize,
+    },
+    /// An episode took a turn: the model replied, and its cell (if any) ran.
+    TurnTaken {
+        /// The task.
+        task_id: String,
+        /// The turn, from 1.
+        turn: u32,
+    },
+    /// An episode ended and was judged (`results.jsonl` keeps it).
+    EpisodeJudged {
+        /// Its record.
+        record: Box<EpisodeRecord>,
     },
     /// Judging ended: every record is on disk, and an evaluation's derived files too.
     JudgingFinished,

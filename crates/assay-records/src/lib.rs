@@ -5,6 +5,7 @@
 //! Serde only, no I/O: a report, a viewer or a shard merger reads a run directory with this
 //! crate alone.
 
+pub mod episode;
 pub mod event;
 pub mod generation;
 pub mod ground_truth;
@@ -16,6 +17,9 @@ pub mod summary;
 pub mod time_policy;
 pub mod verdict;
 
+pub use episode::{
+    CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message, TrajectoryRecord, Verdicts,
+};
 pub use event::{Listener, RunEvent};
 pub use generation::{
     GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Split, TokenUsage,

@@ -27,6 +27,10 @@ pub enum Kind {
     BigcodebenchCheck,
     /// The reference-run cache shared by every evaluation of a dataset.
     BigcodebenchGroundTruth,
+    /// `assay run pybench`: episodes run, then judged.
+    PybenchRun,
+    /// `assay eval pybench`: recorded trajectories judged.
+    PybenchEval,
 }
 
 /// The settings that decide a run's results: a rerun with the same identity resumes the
@@ -80,9 +84,24 @@ pub struct Identity {
     /// The Python environment's key (profile and pins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<String>,
-    /// Digest of the samples file judged.
+    /// Digest of the samples file judged (PyBench: the trajectories file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples_digest: Option<String>,
+    /// PyBench: how the agent's code reaches the interpreter (`markdown` or `tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// PyBench: the verdict that heads the results (`faithful` or `fixed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<String>,
+    /// PyBench: replies an episode may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// PyBench: seconds a cell may run before it is interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_timeout_seconds: Option<u64>,
+    /// PyBench: characters of a cell's observation sent back (0: no cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation_chars: Option<usize>,
     /// A reference run's time limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<u64>,

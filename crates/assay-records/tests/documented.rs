@@ -87,6 +87,51 @@ fn generation() -> GenerationRecord {
     }
 }
 
+fn episode() -> EpisodeRecord {
+    let verdict = CheckVerdict {
+        status: Status::Pass,
+        reason: "r".into(),
+    };
+    EpisodeRecord {
+        task_id: "PyBench/3".into(),
+        category: Some("chart_analysis".into()),
+        status: Status::Pass,
+        reason: "r".into(),
+        verdicts: Verdicts {
+            faithful: verdict.clone(),
+            fixed: verdict,
+        },
+        turns: 2,
+        end: EpisodeEnd::Answered,
+        cells: vec![CellRecord {
+            turn: 1,
+            status: Status::Pass,
+            reason: "r".into(),
+            seconds: 0.1,
+            output_bytes: 1,
+            observation_chars: 1,
+            restarted: true,
+            figures: vec!["figures/3-1-1.png".into()],
+        }],
+        tokens: TokenUsage::default(),
+        seconds: 1.0,
+        outputs: vec!["3.csv".into()],
+    }
+}
+
+fn trajectory() -> TrajectoryRecord {
+    TrajectoryRecord {
+        messages: vec![Message::new("user", "q")],
+        index: "3".into(),
+        category1: String::new(),
+        category2: String::new(),
+        category3: String::new(),
+        user: "q".into(),
+        file_paths: vec![],
+        attachments: vec![],
+    }
+}
+
 #[test]
 fn every_field_of_every_record_is_in_the_spec() {
     let spec = spec();
@@ -117,6 +162,11 @@ fn every_field_of_every_record_is_in_the_spec() {
         timeout_seconds: Some(240),
         memory_bytes: Some(1),
         processes: Some(1),
+        protocol: Some("markdown".into()),
+        checks: Some("faithful".into()),
+        max_turns: Some(10),
+        cell_timeout_seconds: Some(120),
+        observation_chars: Some(20_000),
     };
     let outcome = GenerationOutcome {
         samples: 1,
@@ -182,6 +232,14 @@ fn every_field_of_every_record_is_in_the_spec() {
             "BudgetsSaved",
             undocumented(&BudgetsSaved::default(), &spec),
         ),
+        ("EpisodeRecord", undocumented(&episode(), &spec)),
+        ("CellRecord", undocumented(&episode().cells[0], &spec)),
+        ("Verdicts", undocumented(&episode().verdicts, &spec)),
+        (
+            "CheckVerdict",
+            undocumented(&episode().verdicts.fixed, &spec),
+        ),
+        ("TrajectoryRecord", undocumented(&trajectory(), &spec)),
     ]
     .into_iter()
     .filter(|(_, keys)| !keys.is_empty())
@@ -226,6 +284,17 @@ fn every_event_is_in_the_spec() {
         RunEvent::ReferenceJudged {
             record: Box::new(sample()),
         },
+        RunEvent::EpisodesStarted {
+            episodes: 0,
+            done: 0,
+        },
+        RunEvent::TurnTaken {
+            task_id: String::new(),
+            turn: 1,
+        },
+        RunEvent::EpisodeJudged {
+            record: Box::new(episode()),
+        },
         RunEvent::JudgingFinished,
     ];
     for event in events {
@@ -239,6 +308,9 @@ fn every_event_is_in_the_spec() {
             | RunEvent::JudgingStarted { .. }
             | RunEvent::SampleJudged { .. }
             | RunEvent::ReferenceJudged { .. }
+            | RunEvent::EpisodesStarted { .. }
+            | RunEvent::TurnTaken { .. }
+            | RunEvent::EpisodeJudged { .. }
             | RunEvent::JudgingFinished => {}
         }
         let tag = serde_json::to_value(&event).unwrap()["event"]

@@ -34,6 +34,9 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct SessionSpec {
     /// Files placed in the working directory before the first cell.
     pub files: Vec<InputFile>,
+    /// Empty directories made in the working directory before the first cell (relative,
+    /// plain).
+    pub dirs: Vec<String>,
     /// The working directory's name inside the workspace. Default `work`.
     pub workdir: String,
     /// Extra environment variables.
@@ -47,6 +50,7 @@ impl Default for SessionSpec {
     fn default() -> Self {
         SessionSpec {
             files: Vec::new(),
+            dirs: Vec::new(),
             workdir: "work".into(),
             env: BTreeMap::new(),
             limits: None,
@@ -117,10 +121,10 @@ impl Engine {
                 spec.workdir
             )));
         }
-        if let Some(bad) = spec.files.iter().find(|f| !is_plain_relative(&f.path)) {
+        let paths = spec.files.iter().map(|f| &f.path).chain(&spec.dirs);
+        if let Some(bad) = paths.into_iter().find(|p| !is_plain_relative(p)) {
             return Err(Error::InvalidJob(format!(
-                "input path {:?} must be relative and plain",
-                bad.path
+                "path {bad:?} must be relative and plain"
             )));
         }
         let inner = self.inner.clone();
@@ -159,6 +163,7 @@ async fn start(
 ) -> Result<(), String> {
     let mut frame = inner.base_spec(sandbox, "session", &spec.workdir, &spec.env, limits, false);
     frame["files"] = Value::from(encode_files(files));
+    frame["dirs"] = json!(spec.dirs);
     sandbox
         .send(&frame)
         .await
@@ -178,6 +183,9 @@ impl Session {
     pub async fn exec_with(&self, code: &str, wall: Duration, cpu: Duration) -> ExecOutcome {
         let mut guard = self.state.lock().await;
         let state = &mut *guard;
+        // A cell computes: it holds one of the engine's CPU slots while it runs, and only
+        // then (an agent waiting on its model holds none).
+        let _slot = self.engine.slot().await;
         if self.abandoned.swap(false, Ordering::SeqCst) {
             if let Some(mut sandbox) = state.sandbox.take() {
                 sandbox.kill();

@@ -225,9 +225,15 @@ fn a_session_that_exits_is_reported_dead() {
 fn files_written_in_cells_are_listed() {
     let engine = engine();
     run(async move {
-        let s = open(&engine, SessionSpec::default()).await;
-        s.exec("import os\nos.makedirs('output', exist_ok=True)\nopen('output/r.txt','w').write('result')")
+        let spec = SessionSpec {
+            dirs: vec!["output".into(), "data/in".into()],
+            ..SessionSpec::default()
+        };
+        let s = open(&engine, spec).await;
+        let out = s
+            .exec("import os\nopen('output/r.txt','w').write('result')\nos.path.isdir('data/in')")
             .await;
+        assert_eq!(out.result.as_deref(), Some("True"), "{}", out.reason);
         let files = s.files().await.unwrap();
         assert_eq!(files.len(), 1);
         assert_eq!(

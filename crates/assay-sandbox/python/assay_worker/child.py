@@ -69,6 +69,8 @@ def _prepare(spec):
         os.makedirs(directory, exist_ok=True)
     os.makedirs(spec["cwd"], exist_ok=True)
     os.chdir(spec["cwd"])
+    for directory in spec.get("dirs", []):
+        os.makedirs(_safe_relative(directory), exist_ok=True)
     for item in spec.get("files", []):
         path = _safe_relative(item["path"])
         if os.path.dirname(path):

@@ -1,0 +1,10 @@
+//! PyBench (arXiv 2407.16732): an agent answers a real-world query over input files by
+//! writing Python that runs in a persistent interpreter, for at most ten turns; a per-task
+//! check judges the final answer or the files left in `./output/`.
+
+pub mod episode;
+pub mod markdown;
+pub mod observation;
+pub mod replay;
+
+pub use episode::{run_episode, Episode, EpisodeSettings, Replier, Reply, ReplyError};

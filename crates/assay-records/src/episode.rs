@@ -1,0 +1,149 @@
+//! PyBench's records: the trajectory in upstream's format (`trajectory.jsonl`), and assay's
+//! own record of an episode (`results.jsonl`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::generation::TokenUsage;
+use crate::outcome::Status;
+
+/// One chat message as upstream's trajectories keep it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+impl Message {
+    /// A message of `role` saying `content`.
+    pub fn new(role: &str, content: impl Into<String>) -> Message {
+        Message {
+            role: role.to_string(),
+            content: content.into(),
+        }
+    }
+}
+
+/// One line of upstream's `trajectory.jsonl`: the conversation, then the task's fields as
+/// `task.json` has them. Field order and names are upstream's, so its tools read ours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrajectoryRecord {
+    /// System prompt, `[INFO]` file message, query, then (reply, interpreter message)*, and
+    /// the final reply if there was one.
+    pub messages: Vec<Message>,
+    /// The task's index.
+    pub index: String,
+    /// Upstream's labels.
+    #[serde(default)]
+    pub category1: String,
+    /// Upstream's labels.
+    #[serde(default)]
+    pub category2: String,
+    /// Upstream's labels.
+    #[serde(default)]
+    pub category3: String,
+    /// The query.
+    #[serde(default)]
+    pub user: String,
+    /// The inputs.
+    #[serde(default)]
+    pub file_paths: Vec<String>,
+    /// Display names.
+    #[serde(default)]
+    pub attachments: Vec<String>,
+}
+
+/// Why an episode ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpisodeEnd {
+    /// The model replied without code: its answer.
+    Answered,
+    /// The turn limit was reached.
+    MaxTurns,
+    /// A replayed trajectory had no more replies (upstream: the model call failed and the
+    /// loop stopped).
+    ReplayExhausted,
+    /// The model could not be reached for good (the task is `infra`; a rerun asks again).
+    ModelFailed,
+    /// The episode could not run here: inputs missing, the internet needed, the sandbox
+    /// failed (the task is `infra`).
+    NotRun,
+    /// Judged from a recorded trajectory (`assay eval pybench`); nothing ran.
+    Recorded,
+}
+
+/// One executed cell of an episode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    /// The turn (1-based) whose reply held the cell.
+    pub turn: u32,
+    /// `pass` (ran), `error` (raised), `timeout` (interrupted at the cell limit), `oom`.
+    pub status: Status,
+    /// The cell's error or limit, in a sentence.
+    pub reason: String,
+    /// Wall time.
+    pub seconds: f64,
+    /// Bytes the cell printed.
+    pub output_bytes: u64,
+    /// Characters of the observation sent back (after the cap).
+    pub observation_chars: usize,
+    /// Whether the interpreter had to be restarted after it (state lost).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restarted: bool,
+    /// Figures it displayed, saved as `figures/<index>-<turn>-<n>.png`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<String>,
+}
+
+/// What one way of judging an episode said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckVerdict {
+    /// `pass`, `fail`, or `infra` (the check could not be made: an input missing here, no
+    /// output files to read).
+    pub status: Status,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+/// The two verdicts every episode gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdicts {
+    /// Upstream's unit test reproduced, bugs included.
+    pub faithful: CheckVerdict,
+    /// The same test with upstream's bugs corrected.
+    pub fixed: CheckVerdict,
+}
+
+/// One line of a PyBench run's `results.jsonl`: an episode and its verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    /// `PyBench/<index>`.
+    pub task_id: String,
+    /// The paper's category (`chart_analysis`...), when the task's labels give one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The headline verdict: `pass`, `fail` or `infra` (the verdict `--checks` picked, or
+    /// `infra` when the episode could not run).
+    pub status: Status,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// Both verdicts.
+    pub verdicts: Verdicts,
+    /// Replies the model gave (upstream's assistant messages).
+    pub turns: u32,
+    /// Why the episode ended.
+    pub end: EpisodeEnd,
+    /// Each executed cell.
+    #[serde(default)]
+    pub cells: Vec<CellRecord>,
+    /// Tokens billed for the episode's replies.
+    #[serde(default)]
+    pub tokens: TokenUsage,
+    /// Wall time of the episode, model and cells.
+    pub seconds: f64,
+    /// Files the episode left in `output/` (kept under `tasks/<index>/output/`).
+    #[serde(default)]
+    pub outputs: Vec<String>,
+}
