@@ -46,8 +46,10 @@ pub enum Benchmark {
 /// Which tasks: the benchmark, its data version or file, and optionally some task ids.
 #[derive(Args)]
 pub struct DatasetArgs {
-    /// The benchmark.
-    pub benchmark: Benchmark,
+    /// The benchmark. Always given (clap requires it), except that `assay run pybench` and
+    /// `assay eval pybench` replace the whole argument set.
+    #[arg(required = true)]
+    pub benchmark: Option<Benchmark>,
     /// Dataset version.
     #[arg(long, default_value = VERSIONS[0], value_parser = clap::builder::PossibleValuesParser::new(VERSIONS))]
     pub version: String,
@@ -65,8 +67,8 @@ impl DatasetArgs {
     pub fn selection(&self) -> TaskSelection {
         TaskSelection {
             subset: match self.benchmark {
-                Benchmark::Bigcodebench => Subset::Full,
-                Benchmark::BigcodebenchHard => Subset::Hard,
+                Some(Benchmark::BigcodebenchHard) => Subset::Hard,
+                Some(Benchmark::Bigcodebench) | None => Subset::Full,
             },
             version: self.version.clone(),
             dataset: self.dataset.clone(),
@@ -104,7 +106,8 @@ impl SemanticsArgs {
 /// Which environment a command works with.
 #[derive(Args, Clone)]
 pub struct Select {
-    /// The pinned package set: `bigcodebench` or `test`.
+    /// The pinned package set: `bigcodebench`, `test` or `pybench` (PyBench always runs in
+    /// `pybench`).
     #[arg(long, default_value_t = Profile::default_profile().name.to_string())]
     pub profile: String,
     /// The base CPython 3.11 to build the environment from (default: python3.11 or python3 on PATH).

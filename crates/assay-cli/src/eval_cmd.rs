@@ -11,14 +11,24 @@ use crate::args::{DatasetArgs, JudgingArgs, RunDirArgs, SplitArg};
 use crate::print;
 use crate::progress::Progress;
 
+/// The other benchmark, with its own options.
+#[derive(clap::Subcommand)]
+pub enum PybenchEval {
+    /// PyBench: recorded trajectories (and their output files) judged by the unit checks.
+    Pybench(crate::pybench_cmd::EvalArgs),
+}
+
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct EvalArgs {
+    #[command(subcommand)]
+    pub pybench: Option<PybenchEval>,
     #[command(flatten)]
     pub tasks: DatasetArgs,
     /// Samples in the official format: JSON lines with `task_id` and `solution` (or
     /// `completion`), any number per task.
-    #[arg(long)]
-    pub samples: PathBuf,
+    #[arg(long, required = true)]
+    pub samples: Option<PathBuf>,
     /// The prompt style the samples answer (default: from the file name, else complete).
     #[arg(long, value_enum)]
     pub split: Option<SplitArg>,
@@ -32,12 +42,15 @@ pub struct EvalArgs {
 }
 
 pub async fn run(args: EvalArgs) -> Result<i32> {
+    let Some(samples) = args.samples else {
+        anyhow::bail!("--samples is required");
+    };
     let tasks = args.tasks.selection();
     let judge = args.judging.settings();
     judge.validate()?;
     let request = EvalRequest {
         tasks: tasks.clone(),
-        samples: args.samples,
+        samples,
         split: args.split.map(SplitArg::split),
         out: args.run_dir.out,
         judge,

@@ -9,6 +9,7 @@ mod eval_cmd;
 mod generate_cmd;
 mod print;
 mod progress;
+mod pybench_cmd;
 mod run_cmd;
 mod sandbox_cmd;
 mod secrets;
@@ -34,13 +35,14 @@ enum Command {
     #[command(subcommand)]
     Env(env_cmd::EnvCommand),
     /// Evaluate a model's samples: every sample run against its tests, the official verdicts
-    /// and result files, resumable.
+    /// and result files, resumable. `assay eval pybench` judges recorded PyBench trajectories.
     Eval(eval_cmd::EvalArgs),
     /// Ask a model for answers (the official prompts and sanitizer) into a run directory's
     /// samples.jsonl, resumably.
     Generate(generate_cmd::GenerateArgs),
     /// Generate, then evaluate, into one run directory. Without --model the reference
-    /// solutions answer: a self-check of the whole pipeline that works offline.
+    /// solutions answer: a self-check of the whole pipeline that works offline. `assay run
+    /// pybench` runs an agent's PyBench episodes, then their checks.
     Run(run_cmd::RunArgs),
     /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
     #[command(subcommand)]
@@ -54,9 +56,15 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Check(args) => block_on(check_cmd::run(args)),
         Command::Env(cmd) => env_cmd::run(cmd).map(|()| 0),
-        Command::Eval(args) => block_on(eval_cmd::run(args)),
+        Command::Eval(args) => match args.pybench {
+            Some(eval_cmd::PybenchEval::Pybench(args)) => block_on(pybench_cmd::eval(args)),
+            None => block_on(eval_cmd::run(args)),
+        },
         Command::Generate(args) => block_on(generate_cmd::run(args)),
-        Command::Run(args) => block_on(run_cmd::run(args)),
+        Command::Run(args) => match args.pybench {
+            Some(run_cmd::PybenchRun::Pybench(args)) => block_on(pybench_cmd::run(args)),
+            None => block_on(run_cmd::run(args)),
+        },
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),
     };
     match result {

@@ -172,3 +172,48 @@ fn first_line(reason: &str) -> String {
         None => line.to_string(),
     }
 }
+
+/// Prints what a PyBench run or evaluation came to: both verdicts' pass rates (over every
+/// task, as the paper divides, and over the judged ones), per category, turns and tokens.
+pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
+    println!(
+        "pybench: {} tasks, {} judged, headline: {} checks",
+        summary.tasks, summary.judged, summary.checks
+    );
+    for (name, figures) in [("faithful", &summary.faithful), ("fixed", &summary.fixed)] {
+        let categories: Vec<String> = figures
+            .categories
+            .iter()
+            .map(|(c, f)| format!("{c} {}/{}", f.passed, f.tasks))
+            .collect();
+        println!(
+            "  {name:<8} pass rate {:.1}% ({}/{}), {:.1}% of judged; average turns {:.1}",
+            figures.pass_rate * 100.0,
+            figures.passed,
+            summary.tasks,
+            figures.pass_rate_judged * 100.0,
+            figures.average_turns
+        );
+        println!("           {}", categories.join(", "));
+    }
+    println!(
+        "  replies per judged task {:.1}; tokens {} in, {} out; {:.0} s",
+        summary.average_turns_raw,
+        summary.tokens.prompt_tokens,
+        summary.tokens.completion_tokens,
+        summary.wall_seconds
+    );
+    if !summary.infra.is_empty() {
+        println!("  infra ({}, not judged):", summary.infra.len());
+        for (task, why) in summary.infra.iter().take(20) {
+            println!("    {task}: {why}");
+        }
+        if summary.infra.len() > 20 {
+            println!(
+                "    ... and {} more in summary.json",
+                summary.infra.len() - 20
+            );
+        }
+    }
+    println!("  files: {}", dir.display());
+}

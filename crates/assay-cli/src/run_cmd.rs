@@ -11,8 +11,19 @@ use crate::print;
 use crate::progress::Progress;
 use crate::secrets;
 
+/// The other benchmark, with its own options.
+#[derive(clap::Subcommand)]
+pub enum PybenchRun {
+    /// PyBench: an agent drives a persistent interpreter over input files, for up to ten
+    /// turns; unit checks judge what it produced.
+    Pybench(crate::pybench_cmd::RunArgs),
+}
+
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct RunArgs {
+    #[command(subcommand)]
+    pub pybench: Option<PybenchRun>,
     #[command(flatten)]
     pub tasks: DatasetArgs,
     #[command(flatten)]

@@ -1,6 +1,6 @@
 //! The pipelines assay runs, each with typed inputs and outputs: [`generate`] answers,
 //! [`eval`] judges a samples file, [`run`] does both into one directory, [`check`] runs the
-//! reference solutions. Each tells a [`Listener`](assay_records::Listener) what happens as
+//! reference solutions, [`pybench`] runs or judges PyBench episodes. Each tells a [`Listener`](assay_records::Listener) what happens as
 //! it happens; the command line parses arguments into these requests, calls them and prints.
 
 pub mod check;
@@ -9,6 +9,7 @@ mod error;
 pub mod eval;
 pub mod generate;
 pub mod judge;
+pub mod pybench;
 pub mod run;
 pub mod selection;
 

@@ -147,3 +147,54 @@ pub struct EpisodeRecord {
     #[serde(default)]
     pub outputs: Vec<String>,
 }
+
+/// One way of judging's figures over a PyBench run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PybenchFigures {
+    /// Tasks that passed.
+    pub passed: usize,
+    /// Passed over every task of the run (the paper's rate: what could not be judged counts
+    /// as failed, as upstream's runner counts a missing trajectory).
+    pub pass_rate: f64,
+    /// Passed over the tasks judged (`infra` set apart).
+    pub pass_rate_judged: f64,
+    /// Per paper category: `tasks`, `passed`, `pass_rate` (over every task of the category).
+    pub categories: std::collections::BTreeMap<String, CategoryFigures>,
+    /// Average turns as the paper counts them: replies per judged task, a failed one counting
+    /// as 10.
+    pub average_turns: f64,
+}
+
+/// A category's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CategoryFigures {
+    /// Tasks of the category in the run.
+    pub tasks: usize,
+    /// Of them, passed.
+    pub passed: usize,
+    /// `passed / tasks`.
+    pub pass_rate: f64,
+}
+
+/// `summary.json` of a PyBench run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PybenchSummary {
+    /// The verdict that heads the figures: `faithful` or `fixed`.
+    pub checks: String,
+    /// Tasks in the run.
+    pub tasks: usize,
+    /// Tasks judged (not `infra`).
+    pub judged: usize,
+    /// Upstream's verdicts, bugs included.
+    pub faithful: PybenchFigures,
+    /// The corrected verdicts.
+    pub fixed: PybenchFigures,
+    /// Replies per judged task, as given.
+    pub average_turns_raw: f64,
+    /// Tokens billed for every reply.
+    pub tokens: TokenUsage,
+    /// Task id → why it is `infra`.
+    pub infra: std::collections::BTreeMap<String, String>,
+    /// Wall time of this session.
+    pub wall_seconds: f64,
+}

@@ -18,7 +18,8 @@ pub mod time_policy;
 pub mod verdict;
 
 pub use episode::{
-    CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message, TrajectoryRecord, Verdicts,
+    CategoryFigures, CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message, PybenchFigures,
+    PybenchSummary, TrajectoryRecord, Verdicts,
 };
 pub use event::{Listener, RunEvent};
 pub use generation::{

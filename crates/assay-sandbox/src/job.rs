@@ -42,6 +42,8 @@ pub struct UnittestJob {
     /// commands mentioning `kill` skipped, `exec` ignored...; see `official_guards.py`): on by
     /// default, because some official verdicts depend on them.
     pub guards: bool,
+    /// Files placed in the job's working directory before it starts (what a check reads).
+    pub files: Vec<InputFile>,
 }
 
 impl UnittestJob {
@@ -55,6 +57,7 @@ impl UnittestJob {
             limits: None,
             env: BTreeMap::new(),
             guards: true,
+            files: Vec::new(),
         }
     }
 }
@@ -640,6 +643,13 @@ impl Engine {
     /// Runs `job.code` and `job.test` together in one fresh module and its test class with
     /// `unittest`, as BigCodeBench's official evaluator does, and returns the verdict.
     pub async fn run_unittest(&self, job: UnittestJob) -> UnittestOutcome {
+        if let Some(bad) = job.files.iter().find(|f| !is_plain_relative(&f.path)) {
+            let reason = format!(
+                "invalid job: input path {:?} must be relative and plain",
+                bad.path
+            );
+            return infra(reason, unittest_outcome);
+        }
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
         let fields = json!({
@@ -647,6 +657,7 @@ impl Engine {
             "test": job.test,
             "test_class": job.test_class,
             "guards": job.guards,
+            "files": encode_files(&job.files),
         });
         let mut progress = TestLog {
             declared: declared_tests(&job.test, &job.test_class),

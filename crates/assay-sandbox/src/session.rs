@@ -344,12 +344,38 @@ impl Session {
 
     /// The files now in the session's working directory.
     pub async fn files(&self) -> Result<Vec<OutputFile>, Error> {
+        self.files_under(None).await
+    }
+
+    /// The files now under `dir` (relative, plain) of the working directory, or in all of it;
+    /// paths relative to the working directory.
+    pub async fn files_under(&self, dir: Option<&str>) -> Result<Vec<OutputFile>, Error> {
+        if let Some(bad) = dir.filter(|d| !is_plain_relative(d)) {
+            return Err(Error::InvalidJob(format!(
+                "path {bad:?} must be relative and plain"
+            )));
+        }
         let root = self.state.lock().await.workspace.host_path();
         let workdir = self.spec.workdir.clone();
-        tokio::task::spawn_blocking(move || collect::collect(&root, &workdir, Budget::default()))
-            .await
-            .map_err(|e| Error::Sandbox(e.to_string()))?
-            .map_err(|e| Error::Sandbox(format!("reading the session's files: {e}")))
+        let prefix = dir.map(|d| format!("{d}/")).unwrap_or_default();
+        let sub = match dir {
+            Some(d) => format!("{workdir}/{d}"),
+            None => workdir,
+        };
+        let files =
+            tokio::task::spawn_blocking(move || collect::collect(&root, &sub, Budget::default()))
+                .await
+                .map_err(|e| Error::Sandbox(e.to_string()))?;
+        match files {
+            Ok(mut files) => {
+                for file in &mut files {
+                    file.path = format!("{prefix}{}", file.path);
+                }
+                Ok(files)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(Error::Sandbox(format!("reading the session's files: {e}"))),
+        }
     }
 
     /// Whether an interpreter is running (false after it died, until a restart).

@@ -2,9 +2,11 @@
 //! writing Python that runs in a persistent interpreter, for at most ten turns; a per-task
 //! check judges the final answer or the files left in `./output/`.
 
+pub mod checks;
 pub mod episode;
 pub mod markdown;
 pub mod observation;
 pub mod replay;
+pub mod summary;
 
 pub use episode::{run_episode, Episode, EpisodeSettings, Replier, Reply, ReplyError};

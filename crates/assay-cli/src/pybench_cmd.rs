@@ -1,0 +1,156 @@
+//! `assay run pybench` (an agent's episodes, then their checks) and `assay eval pybench`
+//! (recorded trajectories judged), each into a resumable run directory.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use assay_agent::pybench::checks::Mode;
+use assay_agent::pybench::EpisodeSettings;
+use assay_pipeline::pybench::{pybench, Protocol, PybenchRequest, Source};
+use assay_pyenv::Profile;
+use assay_tasks::pybench::PyBench;
+use clap::{Args, ValueEnum};
+
+use crate::args::EngineArgs;
+use crate::print;
+use crate::progress::Progress;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ChecksArg {
+    /// Upstream's unit tests as they are, bugs included: numbers comparable to the paper.
+    Faithful,
+    /// Upstream's tests with their bugs corrected (docs/pybench.md lists each).
+    Fixed,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProtocolArg {
+    /// Upstream's: code in a ```python block of the reply.
+    Markdown,
+    /// Native tool calls (a `python` tool).
+    Tools,
+}
+
+/// What both PyBench commands share.
+#[derive(Args)]
+pub struct Common {
+    /// The task data: a folder in upstream's layout (data/meta/task.json and the input files
+    /// under data/). Default: $ASSAY_PYBENCH_DATA.
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Only these tasks (comma-separated indices or ids: 3,PyBench/15).
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Vec<String>,
+    /// Which verdict heads the results (both are recorded).
+    #[arg(long, value_enum, default_value_t = ChecksArg::Faithful)]
+    pub checks: ChecksArg,
+    /// The run directory (default: runs/pybench-<checks>-<protocol>-<model>). Rerunning the
+    /// same command resumes it.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The agent's model: `replay:FILE` replays the replies of an upstream trajectory file in
+    /// order, whatever the observations say.
+    #[arg(long)]
+    pub model: String,
+    /// How the agent's code reaches the interpreter.
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown)]
+    pub protocol: ProtocolArg,
+    /// Replies an episode may have.
+    #[arg(long, default_value_t = 10)]
+    pub max_turns: u32,
+    /// Seconds a cell may run before it is interrupted (KeyboardInterrupt).
+    #[arg(long, default_value_t = 120)]
+    pub cell_timeout: u64,
+    /// Characters of a cell's output the model reads (head and tail kept; 0: everything, as
+    /// upstream).
+    #[arg(long, default_value_t = 20_000)]
+    pub observation_chars: usize,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+#[derive(Args)]
+pub struct EvalArgs {
+    /// Recorded trajectories: upstream's trajectory.jsonl format (`index`, `messages`).
+    #[arg(long)]
+    pub trajectories: PathBuf,
+    /// The run's output folder (upstream's ./output/); without it, checks that read output
+    /// files are `infra`.
+    #[arg(long)]
+    pub outputs: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+pub async fn run(args: RunArgs) -> Result<i32> {
+    if args.cell_timeout == 0 {
+        bail!("--cell-timeout must be at least 1 second");
+    }
+    let source = Source::Episodes {
+        model: args.model,
+        protocol: match args.protocol {
+            ProtocolArg::Markdown => Protocol::Markdown,
+            ProtocolArg::Tools => Protocol::Tools,
+        },
+        settings: EpisodeSettings {
+            max_turns: args.max_turns,
+            cell_timeout: Duration::from_secs(args.cell_timeout),
+            observation_chars: args.observation_chars,
+        },
+    };
+    execute(args.common, source).await
+}
+
+pub async fn eval(args: EvalArgs) -> Result<i32> {
+    let source = Source::Recorded {
+        trajectories: args.trajectories,
+        outputs: args.outputs,
+    };
+    execute(args.common, source).await
+}
+
+async fn execute(common: Common, source: Source) -> Result<i32> {
+    let data = PyBench::folder(common.data.as_deref())?;
+    let mut engine = common.engine;
+    engine.select.profile = Profile::by_name("pybench")?.name.to_string();
+    let checks = match common.checks {
+        ChecksArg::Faithful => Mode::Faithful,
+        ChecksArg::Fixed => Mode::Fixed,
+    };
+    let request = PybenchRequest {
+        data,
+        tasks: common.tasks,
+        checks,
+        out: common.out,
+        env: engine.environment().await?,
+        engine: engine.settings(),
+        source,
+    };
+    let mut progress = Progress::new(common.json);
+    let report = pybench(request, &mut progress).await;
+    drop(progress);
+    let report = report?;
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&report.summary)?);
+    } else {
+        print::pybench(&report.summary, &report.dir);
+    }
+    if report.model_failed > 0 {
+        eprintln!(
+            "assay: the model failed for good on {} tasks (recorded as infra); rerun the same \
+             command to ask again",
+            report.model_failed
+        );
+    }
+    Ok(i32::from(report.model_failed > 0))
+}

@@ -1,0 +1,725 @@
+//! PyBench: `run` (episodes, then their checks) and `eval` (recorded trajectories judged),
+//! each into a run directory, resumably.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use assay_agent::pybench::checks::{self, Judge, Mode, Outputs};
+use assay_agent::pybench::replay::{read_trajectories, Replay};
+use assay_agent::pybench::summary::summarize;
+use assay_agent::pybench::{run_episode, Episode, EpisodeSettings, Replier};
+use assay_pyenv::Environment;
+use assay_records::{
+    CheckVerdict, EpisodeEnd, EpisodeRecord, Identity, Kind, Listener, Manifest, PybenchSummary,
+    RunEvent, Status, TokenUsage, TrajectoryRecord, Verdicts,
+};
+use assay_rundir::{RunDir, SUMMARY};
+use assay_sandbox::{Engine, InputFile, Limits, SessionSpec};
+use assay_tasks::pybench::{PyBench, Task};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use tokio::sync::{watch, Semaphore};
+
+use crate::engine::{self, EngineSettings};
+use crate::error::PipelineError;
+
+/// The upstream-format trajectories of a run.
+pub const TRAJECTORIES: &str = "trajectory.jsonl";
+/// Where a run keeps each task's output files: `tasks/<index>/output/`.
+pub const TASKS_DIR: &str = "tasks";
+/// Where a run keeps the images cells displayed.
+pub const FIGURES_DIR: &str = "figures";
+/// Episodes at once (upstream runs 16); their cells share the engine's CPU slots.
+const EPISODES_AT_ONCE: usize = 16;
+/// What a cell may print before the rest is only counted.
+const CELL_OUTPUT_BYTES: usize = 4 << 20;
+
+/// How the agent's code reaches the interpreter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Upstream's: a ```python block in the reply.
+    Markdown,
+    /// Native tool calls (a `python` tool).
+    Tools,
+}
+
+impl Protocol {
+    /// The name options and directories use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Markdown => "markdown",
+            Protocol::Tools => "tools",
+        }
+    }
+}
+
+/// Where episodes come from.
+pub enum Source {
+    /// Run episodes: the model (`replay:FILE` replays a trajectory file's replies).
+    Episodes {
+        /// The model spec.
+        model: String,
+        /// How code reaches the interpreter.
+        protocol: Protocol,
+        /// Turns, cell timeout, observation cap.
+        settings: EpisodeSettings,
+    },
+    /// Judge recorded trajectories; `outputs` is upstream's `./output/` folder of that run.
+    Recorded {
+        /// The trajectories file.
+        trajectories: PathBuf,
+        /// The output files, if kept.
+        outputs: Option<PathBuf>,
+    },
+}
+
+/// A PyBench run or evaluation.
+pub struct PybenchRequest {
+    /// The data folder (upstream's layout).
+    pub data: PathBuf,
+    /// Task indices or ids (empty: all).
+    pub tasks: Vec<String>,
+    /// The headline verdict.
+    pub checks: Mode,
+    /// The run directory (none: the default name).
+    pub out: Option<PathBuf>,
+    /// The `pybench` environment, set up.
+    pub env: Environment,
+    /// How the sandbox runs.
+    pub engine: EngineSettings,
+    /// Episodes or recordings.
+    pub source: Source,
+}
+
+/// What a PyBench pipeline came to.
+pub struct PybenchReport {
+    /// The figures.
+    pub summary: PybenchSummary,
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Tasks whose model failed for good (a rerun asks again).
+    pub model_failed: usize,
+}
+
+/// The model side of a run, resolved from its spec before anything runs.
+enum Model {
+    Replay { records: Replay, digest: String },
+}
+
+impl Model {
+    fn resolve(spec: &str, protocol: Protocol) -> Result<Model, PipelineError> {
+        if let Some(file) = spec.strip_prefix("replay:") {
+            if protocol == Protocol::Tools {
+                return Err(PipelineError::Invalid(
+                    "--model replay:FILE replays markdown replies; it cannot be used with \
+                     --protocol tools"
+                        .into(),
+                ));
+            }
+            let path = Path::new(file);
+            let records =
+                read_trajectories(path).map_err(|e| PipelineError::Invalid(e.to_string()))?;
+            let bytes = std::fs::read(path).map_err(|source| PipelineError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            return Ok(Model::Replay {
+                records: Replay::new(&records),
+                digest: digest(&bytes),
+            });
+        }
+        Err(PipelineError::Invalid(format!(
+            "--model {spec:?}: PyBench runs take `replay:FILE` (a trajectory file's replies)"
+        )))
+    }
+}
+
+impl Model {
+    /// Why the model cannot play `task`, if it cannot: a replay file without its trajectory.
+    fn lacks(&self, task: &Task) -> Option<String> {
+        match self {
+            Model::Replay { records, .. } => (!records.has(&task.index))
+                .then(|| "the replayed file has no trajectory for this task".to_string()),
+        }
+    }
+}
+
+impl Replier for Model {
+    async fn reply(
+        &self,
+        task: &Task,
+        messages: &[assay_records::Message],
+    ) -> Result<assay_agent::pybench::Reply, assay_agent::pybench::ReplyError> {
+        match self {
+            Model::Replay { records, .. } => records.reply(task, messages).await,
+        }
+    }
+}
+
+/// A file's short digest (as the task set's).
+fn digest(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex()[..16].to_string()
+}
+
+/// The part of a directory name a model spec gives: `openai:gpt-4o` → `openai-gpt-4o`,
+/// `replay:runs/x/trajectory.jsonl` → `replay-trajectory`.
+fn model_slug(spec: &str) -> String {
+    let shown = match spec.strip_prefix("replay:") {
+        Some(file) => format!(
+            "replay-{}",
+            Path::new(file)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        ),
+        None => spec.to_string(),
+    };
+    shown
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Runs (`Source::Episodes`) or judges (`Source::Recorded`) PyBench tasks into a run
+/// directory, telling `listener` as it goes.
+pub async fn pybench(
+    request: PybenchRequest,
+    listener: &mut dyn Listener,
+) -> Result<PybenchReport, PipelineError> {
+    let started = Instant::now();
+    let mut data = PyBench::load(&request.data)?;
+    if !request.tasks.is_empty() {
+        data.select(&request.tasks)?;
+    }
+    // Everything that can be wrong with the input is found before anything runs.
+    let (kind, model, recorded, identity_model, protocol, settings) = match &request.source {
+        Source::Episodes {
+            model,
+            protocol,
+            settings,
+        } => {
+            let resolved = Model::resolve(model, *protocol)?;
+            if settings.max_turns == 0 {
+                return Err(PipelineError::Invalid(
+                    "--max-turns must be at least 1".into(),
+                ));
+            }
+            (
+                Kind::PybenchRun,
+                Some(resolved),
+                None,
+                model.clone(),
+                Some(*protocol),
+                Some(settings.clone()),
+            )
+        }
+        Source::Recorded {
+            trajectories,
+            outputs,
+        } => {
+            let records = read_trajectories(trajectories)
+                .map_err(|e| PipelineError::Invalid(e.to_string()))?;
+            if let Some(dir) = outputs.as_ref().filter(|d| !d.is_dir()) {
+                return Err(PipelineError::Invalid(format!(
+                    "--outputs {}: not a folder",
+                    dir.display()
+                )));
+            }
+            let name = format!(
+                "recorded-{}",
+                trajectories
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            );
+            (Kind::PybenchEval, None, Some(records), name, None, None)
+        }
+    };
+    let out = request.out.clone().unwrap_or_else(|| {
+        let protocol = protocol.map_or("recorded", Protocol::as_str);
+        PathBuf::from("runs").join(format!(
+            "pybench-{}-{protocol}-{}",
+            request.checks.as_str(),
+            model_slug(&identity_model)
+        ))
+    });
+    let mut hidden: Vec<&Path> = vec![&out, &request.data];
+    if let Source::Recorded {
+        trajectories,
+        outputs,
+    } = &request.source
+    {
+        hidden.push(trajectories);
+        if let Some(dir) = outputs {
+            hidden.push(dir);
+        }
+    }
+    if let Source::Episodes { model, .. } = &request.source {
+        if let Some(file) = model.strip_prefix("replay:") {
+            hidden.push(Path::new(file));
+        }
+    }
+    let engine = engine::start(&request.env, &request.engine, &hidden).await?;
+
+    let identity = Identity {
+        benchmark: Some("pybench".into()),
+        dataset: Some(request.data.display().to_string()),
+        dataset_digest: Some(data.digest.clone()),
+        tasks: Some(request.tasks.clone()),
+        model: Some(identity_model.clone()),
+        samples_digest: match (&model, &request.source) {
+            (Some(Model::Replay { digest, .. }), _) => Some(digest.clone()),
+            (None, Source::Recorded { trajectories, .. }) => {
+                Some(digest(&std::fs::read(trajectories).map_err(|source| {
+                    PipelineError::Io {
+                        path: trajectories.clone(),
+                        source,
+                    }
+                })?))
+            }
+            _ => None,
+        },
+        protocol: protocol.map(|p| p.as_str().to_string()),
+        checks: Some(request.checks.as_str().into()),
+        max_turns: settings.as_ref().map(|s| s.max_turns),
+        cell_timeout_seconds: settings.as_ref().map(|s| s.cell_timeout.as_secs()),
+        observation_chars: settings.as_ref().map(|s| s.observation_chars),
+        network: Some(request.engine.network),
+        environment: Some(request.env.key()),
+        ..Identity::default()
+    };
+    let mut manifest = Manifest::new(kind, identity);
+    manifest.python = Some(engine.python_version().to_string());
+    manifest.isolation = Some(engine.isolation().clone());
+    let opened = RunDir::open::<EpisodeRecord>(&out, &manifest)?;
+    let mut run = opened.dir;
+    let (mut trajectories, old_trajectories) = run.journal::<TrajectoryRecord>(TRAJECTORIES)?;
+    // An episode counts as done when both its record and its trajectory are on disk and the
+    // model did not fail (those are asked again).
+    let recorded_ids: BTreeSet<String> = old_trajectories
+        .iter()
+        .map(|t| format!("{}{}", assay_tasks::pybench::ID_PREFIX, t.index))
+        .collect();
+    let mut records: BTreeMap<String, EpisodeRecord> = opened
+        .records
+        .into_iter()
+        .filter(|r| r.end != EpisodeEnd::ModelFailed && recorded_ids.contains(&r.task_id))
+        .map(|r| (r.task_id.clone(), r))
+        .collect();
+    let mut kept_trajectories: BTreeMap<String, TrajectoryRecord> = old_trajectories
+        .into_iter()
+        .map(|t| (t.index.clone(), t))
+        .collect();
+    let pending: Vec<&Task> = data
+        .tasks
+        .iter()
+        .filter(|t| !records.contains_key(&t.task_id()))
+        .collect();
+    if !records.is_empty() {
+        listener.on_event(&RunEvent::Notice {
+            message: format!(
+                "resuming {} ({} of {} tasks already recorded)",
+                out.display(),
+                records.len(),
+                data.tasks.len()
+            ),
+        });
+    }
+    listener.on_event(&RunEvent::EpisodesStarted {
+        episodes: data.tasks.len(),
+        done: records.len(),
+    });
+
+    let outputs = match &request.source {
+        Source::Episodes { .. } => Outputs::PerTask(out.join(TASKS_DIR)),
+        Source::Recorded {
+            outputs: Some(dir), ..
+        } => Outputs::Shared(dir.clone()),
+        Source::Recorded { outputs: None, .. } => Outputs::Unknown,
+    };
+    let judge = Judge {
+        engine: &engine,
+        data: &data.root,
+        outputs: &outputs,
+    };
+    // A task's outputs are on disk once its sender says so (upstream's tests 68 and 82 read
+    // the outputs of tasks 67 and 81).
+    let finished: BTreeMap<String, (watch::Sender<bool>, watch::Receiver<bool>)> = pending
+        .iter()
+        .map(|t| (t.index.clone(), watch::channel(false)))
+        .collect();
+    let places = Semaphore::new(EPISODES_AT_ONCE);
+    let context = Context {
+        data: &data,
+        engine: &engine,
+        judge: &judge,
+        out: &out,
+        network: request.engine.network,
+        checks: request.checks,
+        finished: &finished,
+        places: &places,
+    };
+    let mut running = FuturesUnordered::new();
+    for task in &pending {
+        let item = match (&model, &recorded) {
+            (Some(model), _) => Item::Run {
+                model,
+                settings: settings.as_ref().expect("episodes have settings"),
+            },
+            (None, Some(recorded)) => Item::Recorded(
+                recorded.iter().find(|r| r.index == task.index),
+                request.source.recorded_file(),
+            ),
+            (None, None) => unreachable!("a source is either episodes or recordings"),
+        };
+        running.push(context.task(task, item));
+    }
+    let mut model_failed = 0;
+    while let Some((record, trajectory)) = running.next().await {
+        if record.end == EpisodeEnd::ModelFailed {
+            model_failed += 1;
+        }
+        if let Some(trajectory) = &trajectory {
+            trajectories.append(trajectory)?;
+            kept_trajectories.insert(trajectory.index.clone(), trajectory.clone());
+        }
+        run.append(&record)?;
+        listener.on_event(&RunEvent::EpisodeJudged {
+            record: Box::new(record.clone()),
+        });
+        records.insert(record.task_id.clone(), record);
+    }
+    run.sync()?;
+    trajectories.sync()?;
+    finish(
+        &mut run,
+        &data,
+        records,
+        kept_trajectories,
+        request.checks,
+        started,
+        model_failed,
+        listener,
+    )
+}
+
+/// Rewrites the journals in task order and writes the summary.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    run: &mut RunDir,
+    data: &PyBench,
+    mut records: BTreeMap<String, EpisodeRecord>,
+    mut trajectories: BTreeMap<String, TrajectoryRecord>,
+    checks: Mode,
+    started: Instant,
+    model_failed: usize,
+    listener: &mut dyn Listener,
+) -> Result<PybenchReport, PipelineError> {
+    let ordered: Vec<EpisodeRecord> = data
+        .tasks
+        .iter()
+        .filter_map(|t| records.remove(&t.task_id()))
+        .collect();
+    let ordered_trajectories: Vec<TrajectoryRecord> = data
+        .tasks
+        .iter()
+        .filter_map(|t| trajectories.remove(&t.index))
+        .collect();
+    run.rewrite_results(&ordered)?;
+    run.write_lines(TRAJECTORIES, &ordered_trajectories)?;
+    let summary = summarize(&ordered, checks, started.elapsed().as_secs_f64());
+    run.write_json(SUMMARY, &summary)?;
+    listener.on_event(&RunEvent::JudgingFinished);
+    Ok(PybenchReport {
+        summary,
+        dir: run.path().to_path_buf(),
+        model_failed,
+    })
+}
+
+impl Source {
+    fn recorded_file(&self) -> &Path {
+        match self {
+            Source::Recorded { trajectories, .. } => trajectories,
+            Source::Episodes { .. } => Path::new(""),
+        }
+    }
+}
+
+/// What one task does.
+enum Item<'a> {
+    Run {
+        model: &'a Model,
+        settings: &'a EpisodeSettings,
+    },
+    Recorded(Option<&'a TrajectoryRecord>, &'a Path),
+}
+
+/// What every task of a pipeline shares.
+struct Context<'a> {
+    data: &'a PyBench,
+    engine: &'a Engine,
+    judge: &'a Judge<'a>,
+    out: &'a Path,
+    network: bool,
+    checks: Mode,
+    finished: &'a BTreeMap<String, (watch::Sender<bool>, watch::Receiver<bool>)>,
+    places: &'a Semaphore,
+}
+
+impl Context<'_> {
+    /// One task: its episode (or recording), its outputs saved, its checks.
+    async fn task(&self, task: &Task, item: Item<'_>) -> (EpisodeRecord, Option<TrajectoryRecord>) {
+        let started = Instant::now();
+        let (messages, turns, end, cells, tokens, outputs, trajectory) = match item {
+            Item::Recorded(None, file) => {
+                self.done(task);
+                let why = format!("{} has no trajectory for this task", file.display());
+                return (not_run(task, why, EpisodeEnd::Recorded), None);
+            }
+            Item::Recorded(Some(recorded), _) => {
+                self.done(task);
+                let turns = assistant_turns(&recorded.messages);
+                (
+                    recorded.messages.clone(),
+                    turns,
+                    EpisodeEnd::Recorded,
+                    Vec::new(),
+                    TokenUsage::default(),
+                    Vec::new(),
+                    None,
+                )
+            }
+            Item::Run { model, settings } => {
+                let place = self.places.acquire().await.expect("never closed");
+                let ran = self.episode(task, model, settings).await;
+                drop(place);
+                self.done(task);
+                let (episode, outputs) = match ran {
+                    Ok(ran) => ran,
+                    Err(why) => return (not_run(task, why, EpisodeEnd::NotRun), None),
+                };
+                let trajectory = TrajectoryRecord {
+                    messages: episode.messages.clone(),
+                    index: task.index.clone(),
+                    category1: task.category1.clone(),
+                    category2: task.category2.clone(),
+                    category3: task.category3.clone(),
+                    user: task.user.clone(),
+                    file_paths: task.file_paths.clone(),
+                    attachments: task.attachments.clone(),
+                };
+                let cells = self.save_figures(task, &episode);
+                (
+                    episode.messages,
+                    episode.turns,
+                    episode.end,
+                    cells,
+                    episode.tokens,
+                    outputs,
+                    Some(trajectory),
+                )
+            }
+        };
+        // Upstream's tests that read another task's outputs wait for that task's episode.
+        if let Some(checks) = checks::table().get(&task.index) {
+            let owner = checks::reads_outputs_of(&task.index, &checks.faithful);
+            if let Some((_, done)) = self.finished.get(owner).filter(|_| owner != task.index) {
+                let _ = done.clone().wait_for(|d| *d).await;
+            }
+        }
+        let verdicts = self.judge.judge(&task.index, &messages).await;
+        let headline = self.checks.pick(&verdicts).clone();
+        let (status, reason) = if end == EpisodeEnd::ModelFailed {
+            (
+                Status::Infra,
+                "the model could not be reached for good".to_string(),
+            )
+        } else {
+            (headline.status, headline.reason)
+        };
+        let record = EpisodeRecord {
+            task_id: task.task_id(),
+            category: category_name(task),
+            status,
+            reason,
+            verdicts,
+            turns,
+            end,
+            cells,
+            tokens,
+            seconds: started.elapsed().as_secs_f64(),
+            outputs,
+        };
+        (record, trajectory)
+    }
+
+    fn done(&self, task: &Task) {
+        if let Some((sender, _)) = self.finished.get(&task.index) {
+            let _ = sender.send(true);
+        }
+    }
+
+    /// Runs the episode in a fresh session with the task's inputs and an empty `./output/`,
+    /// then keeps its output files under `tasks/<index>/output/`.
+    async fn episode(
+        &self,
+        task: &Task,
+        model: &Model,
+        settings: &EpisodeSettings,
+    ) -> Result<(Episode, Vec<String>), String> {
+        if let Some(why) = model.lacks(task) {
+            return Err(why);
+        }
+        if task.needs_internet() && !self.network {
+            return Err("the task needs the internet (run with --allow-network)".into());
+        }
+        let mut files = Vec::new();
+        for input in self.data.inputs(task) {
+            let Some(source) = &input.source else {
+                return Err(format!(
+                    "input {} is missing from {}",
+                    input.path,
+                    self.data.root.display()
+                ));
+            };
+            let data =
+                std::fs::read(source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+            files.push(InputFile {
+                path: input.path.clone(),
+                data,
+            });
+        }
+        let spec = SessionSpec {
+            files,
+            dirs: vec!["output".into()],
+            limits: Some(Limits {
+                output_bytes: CELL_OUTPUT_BYTES,
+                ..Limits::default()
+            }),
+            ..SessionSpec::default()
+        };
+        let session = self
+            .engine
+            .open_session(spec)
+            .await
+            .map_err(|e| format!("the session could not start: {e}"))?;
+        let episode = run_episode(task, &session, model, settings, |_| {}).await;
+        let kept = session.files_under(Some("output")).await;
+        session.close().await;
+        let kept = kept.map_err(|e| format!("reading the episode's outputs: {e}"))?;
+        let dir = self.out.join(TASKS_DIR).join(&task.index);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let mut names = Vec::new();
+        for file in kept {
+            let target = dir.join(&file.path);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("{}: {e}", parent.display()))?;
+            }
+            std::fs::write(&target, &file.data)
+                .map_err(|e| format!("{}: {e}", target.display()))?;
+            let name = file.path.trim_start_matches("output/").to_string();
+            names.push(if file.truncated {
+                format!("{name} (cut at {} of {} bytes)", file.data.len(), file.size)
+            } else {
+                name
+            });
+        }
+        Ok((episode, names))
+    }
+
+    /// Writes the figures each cell displayed under `figures/`, naming them in its record.
+    fn save_figures(&self, task: &Task, episode: &Episode) -> Vec<assay_records::CellRecord> {
+        let dir = self.out.join(FIGURES_DIR);
+        episode
+            .cells
+            .iter()
+            .map(|(cell, figures)| {
+                let mut cell = cell.clone();
+                for (n, png) in figures.iter().enumerate() {
+                    let name = format!("{}-{}-{}.png", task.index, cell.turn, n + 1);
+                    let written = std::fs::create_dir_all(&dir)
+                        .and_then(|()| std::fs::write(dir.join(&name), png));
+                    if written.is_ok() {
+                        cell.figures.push(format!("{FIGURES_DIR}/{name}"));
+                    }
+                }
+                cell
+            })
+            .collect()
+    }
+}
+
+fn assistant_turns(messages: &[assay_records::Message]) -> u32 {
+    messages.iter().filter(|m| m.role == "assistant").count() as u32
+}
+
+fn category_name(task: &Task) -> Option<String> {
+    task.category.map(|c| {
+        serde_json::to_value(c)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    })
+}
+
+/// The record of a task that could not run (or has nothing to judge): `infra`, both ways.
+fn not_run(task: &Task, why: String, end: EpisodeEnd) -> EpisodeRecord {
+    let verdict = CheckVerdict {
+        status: Status::Infra,
+        reason: why.clone(),
+    };
+    EpisodeRecord {
+        task_id: task.task_id(),
+        category: category_name(task),
+        status: Status::Infra,
+        reason: why,
+        verdicts: Verdicts {
+            faithful: verdict.clone(),
+            fixed: verdict,
+        },
+        turns: 0,
+        end,
+        cells: Vec::new(),
+        tokens: TokenUsage::default(),
+        seconds: 0.0,
+        outputs: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_specs_name_directories() {
+        assert_eq!(model_slug("openai:gpt-4o"), "openai-gpt-4o");
+        assert_eq!(
+            model_slug("replay:../shared/data/pybench/trajectory.jsonl"),
+            "replay-trajectory"
+        );
+    }
+
+    #[test]
+    fn replays_refuse_the_tools_protocol_and_bad_files() {
+        let err = Model::resolve("replay:/nonexistent.jsonl", Protocol::Tools)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("--protocol tools"), "{err}");
+        let err = Model::resolve("replay:/nonexistent.jsonl", Protocol::Markdown)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("/nonexistent.jsonl"), "{err}");
+    }
+}
