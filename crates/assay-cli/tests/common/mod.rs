@@ -56,3 +56,29 @@ pub fn cache_root() -> &'static Path {
         root
     })
 }
+
+/// The `pybench` environment, set up in the shared environments directory first (once, under
+/// its lock), so that `assay run pybench` finds it complete.
+pub fn pybench_env() -> Environment {
+    static ENV: OnceLock<Environment> = OnceLock::new();
+    ENV.get_or_init(|| {
+        let profile = Profile::by_name("pybench").expect("pybench profile");
+        let interpreter = Interpreter::discover(None).expect("a Python 3.11 interpreter");
+        let env = Environment::locate(profile, interpreter).expect("locate the pybench env");
+        env.ensure(&SilentObserver)
+            .expect("set up the pybench environment");
+        env
+    })
+    .clone()
+}
+
+/// The shared PyBench data (`../shared/data/pybench`, read in place: its license is unknown).
+pub fn pybench_data() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/pybench");
+    assert!(
+        dir.join("data/meta/task.json").is_file(),
+        "the shared PyBench data is missing: expected it at {}",
+        dir.display()
+    );
+    dir
+}
