@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use assay_agent::pybench::checks::Mode;
-use assay_agent::pybench::EpisodeSettings;
-use assay_pipeline::pybench::{pybench, Protocol, PybenchRequest, Source};
+use assay_agent::pybench::{EpisodeSettings, Protocol};
+use assay_models::{ApiKey, ModelSpec};
+use assay_pipeline::pybench::{pybench, Access, PybenchRequest, Source};
 use assay_pyenv::Profile;
 use assay_tasks::pybench::PyBench;
 use clap::{Args, ValueEnum};
@@ -15,6 +16,7 @@ use clap::{Args, ValueEnum};
 use crate::args::EngineArgs;
 use crate::print;
 use crate::progress::Progress;
+use crate::secrets;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ChecksArg {
@@ -58,10 +60,21 @@ pub struct Common {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The agent's model: `replay:FILE` replays the replies of an upstream trajectory file in
-    /// order, whatever the observations say.
+    /// The agent's model: `openai:MODEL` (OPENAI_API_KEY; with --base-url any
+    /// OpenAI-compatible server), `anthropic:MODEL` (ANTHROPIC_API_KEY), or `replay:FILE` (the
+    /// replies of an upstream trajectory file, in order, whatever the observations say).
     #[arg(long)]
     pub model: String,
+    /// The server's base URL: for openai including `/v1` (e.g. http://localhost:8000/v1 for
+    /// vLLM), for anthropic without it.
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Seconds one HTTP attempt may take.
+    #[arg(long, default_value_t = 300.0)]
+    pub request_timeout: f64,
+    /// Attempts after the first on rate limits, server errors, timeouts and broken connections.
+    #[arg(long, default_value_t = 6)]
+    pub retries: u32,
     /// How the agent's code reaches the interpreter.
     #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown)]
     pub protocol: ProtocolArg,
@@ -96,13 +109,26 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if args.cell_timeout == 0 {
         bail!("--cell-timeout must be at least 1 second");
     }
+    // The key of the model's provider, if it names one (a replay has none).
+    let api_key = args
+        .model
+        .parse::<ModelSpec>()
+        .ok()
+        .and_then(|spec| secrets::key(&spec.provider))
+        .map(ApiKey::new);
     let source = Source::Episodes {
         model: args.model,
-        protocol: match args.protocol {
-            ProtocolArg::Markdown => Protocol::Markdown,
-            ProtocolArg::Tools => Protocol::Tools,
+        access: Access {
+            base_url: args.base_url,
+            api_key,
+            request_timeout: args.request_timeout,
+            retries: args.retries,
         },
         settings: EpisodeSettings {
+            protocol: match args.protocol {
+                ProtocolArg::Markdown => Protocol::Markdown,
+                ProtocolArg::Tools => Protocol::Tools,
+            },
             max_turns: args.max_turns,
             cell_timeout: Duration::from_secs(args.cell_timeout),
             observation_chars: args.observation_chars,

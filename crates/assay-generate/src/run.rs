@@ -267,11 +267,13 @@ async fn answer(
         top_p: settings.top_p,
         max_tokens: settings.max_tokens,
         stop,
+        frequency_penalty: None,
     };
     let reply = match &model {
         Model::Reference => Ok(Response {
             texts: vec![task.reference_solution(); need as usize],
             finish_reasons: vec![None; need as usize],
+            tool_calls: vec![Vec::new(); need as usize],
             usage: TokenUsage::default(),
             latency: started.elapsed(),
             attempts: 1,
@@ -279,9 +281,7 @@ async fn answer(
         Model::Chat(client) => {
             client
                 .generate(&request(
-                    Prompt::Chat {
-                        user: prompt::chat_message(&task, settings.split),
-                    },
+                    Prompt::user(prompt::chat_message(&task, settings.split)),
                     prompt::chat_stops(&client.spec().provider),
                 ))
                 .await

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::request::Request;
+use crate::request::{Conversation, Request, ToolCall, Turn};
 use crate::response::{decode, Generation};
 use assay_records::TokenUsage;
 
@@ -14,14 +14,22 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 ///
 /// `top_p` is only sent when asked for: recent Claude models reject `temperature` and `top_p`
 /// together.
-pub(crate) fn message_body(model: &str, user: &str, request: &Request) -> Value {
+pub(crate) fn message_body(model: &str, chat: &Conversation, request: &Request) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("max_tokens".into(), json!(request.max_tokens));
-    body.insert(
-        "messages".into(),
-        json!([{ "role": "user", "content": user }]),
-    );
+    if let Some(system) = &chat.system {
+        body.insert("system".into(), json!(system));
+    }
+    body.insert("messages".into(), Value::Array(messages(chat)));
+    if !chat.tools.is_empty() {
+        let tools: Vec<Value> = chat
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
     body.insert("temperature".into(), json!(request.temperature));
     if let Some(top_p) = request.top_p {
         body.insert("top_p".into(), json!(top_p));
@@ -30,6 +38,38 @@ pub(crate) fn message_body(model: &str, user: &str, request: &Request) -> Value 
         body.insert("stop_sequences".into(), json!(request.stop));
     }
     Value::Object(body)
+}
+
+/// The turns in Anthropic's shape: tool calls are `tool_use` blocks (their arguments parsed;
+/// text that is not JSON goes as a string), results `tool_result` blocks of a user message.
+fn messages(chat: &Conversation) -> Vec<Value> {
+    chat.turns
+        .iter()
+        .map(|turn| match turn {
+            Turn::User(text) => json!({"role": "user", "content": text}),
+            Turn::Assistant { text, calls } if calls.is_empty() => {
+                json!({"role": "assistant", "content": text})
+            }
+            Turn::Assistant { text, calls } => {
+                let mut blocks: Vec<Value> = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for call in calls {
+                    let input: Value =
+                        serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({}));
+                    blocks.push(json!({
+                        "type": "tool_use", "id": call.id, "name": call.name, "input": input,
+                    }));
+                }
+                json!({"role": "assistant", "content": blocks})
+            }
+            Turn::ToolResult { call_id, content } => json!({
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": content}],
+            }),
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -44,6 +84,9 @@ struct Block {
     #[serde(rename = "type")]
     kind: String,
     text: Option<String>,
+    id: Option<String>,
+    name: Option<String>,
+    input: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -62,10 +105,24 @@ pub(crate) fn parse_message(body: &[u8]) -> Result<Generation, String> {
         .filter(|block| block.kind == "text")
         .filter_map(|block| block.text.as_deref())
         .collect::<String>();
+    let calls = message
+        .content
+        .iter()
+        .filter(|block| block.kind == "tool_use")
+        .map(|block| ToolCall {
+            id: block.id.clone().unwrap_or_default(),
+            name: block.name.clone().unwrap_or_default(),
+            arguments: block
+                .input
+                .as_ref()
+                .map_or_else(|| "{}".to_string(), Value::to_string),
+        })
+        .collect();
     let usage = message.usage.unwrap_or_default();
     Ok(Generation {
         texts: vec![text],
         finish_reasons: vec![message.stop_reason],
+        tool_calls: vec![calls],
         usage: TokenUsage {
             prompt_tokens: usage.input_tokens.unwrap_or(0),
             completion_tokens: usage.output_tokens.unwrap_or(0),

@@ -193,8 +193,8 @@ impl Client {
             (Generation::default(), 0)
         } else {
             match (&inner.spec.provider, &request.prompt) {
-                (Provider::OpenAi, Prompt::Chat { user }) => {
-                    let body = openai::chat_body(model, user, request, inner.chat_limit);
+                (Provider::OpenAi, Prompt::Chat(chat)) => {
+                    let body = openai::chat_body(model, chat, request, inner.chat_limit);
                     let n = request.n;
                     inner
                         .call("/chat/completions", &body, observer, move |b| {
@@ -211,8 +211,8 @@ impl Client {
                         })
                         .await?
                 }
-                (Provider::Anthropic, Prompt::Chat { user }) => {
-                    let body = anthropic::message_body(model, user, request);
+                (Provider::Anthropic, Prompt::Chat(chat)) => {
+                    let body = anthropic::message_body(model, chat, request);
                     self.anthropic_samples(body, request.n).await?
                 }
                 (Provider::Anthropic, Prompt::Completion { .. }) => {
@@ -228,6 +228,7 @@ impl Client {
         Ok(Response {
             texts: generation.texts,
             finish_reasons: generation.finish_reasons,
+            tool_calls: generation.tool_calls,
             usage: generation.usage,
             latency: started.elapsed(),
             attempts,

@@ -33,7 +33,7 @@ mod status;
 pub use client::Client;
 pub use config::{ApiKey, Backoff, ClientConfig};
 pub use error::{ConfigError, RequestError};
-pub use request::{Prompt, Request};
+pub use request::{Conversation, Prompt, Request, Tool, ToolCall, Turn};
 pub use response::{hit_token_limit, Response};
 pub use retry::RetryEvent;
 pub use spec::{ModelSpec, Provider, SpecError};

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::request::Request;
+use crate::request::{Conversation, Request, ToolCall, Turn};
 use crate::response::{decode, Generation};
 use assay_records::TokenUsage;
 
@@ -38,14 +38,58 @@ pub(crate) fn is_reasoning_model(model: &str) -> bool {
         || name.ends_with("-reasoner")
 }
 
+/// The chat messages of a conversation: the system prompt first, tool calls and their
+/// results in OpenAI's shape.
+fn messages(chat: &Conversation) -> Vec<Value> {
+    let mut messages: Vec<Value> = chat
+        .system
+        .iter()
+        .map(|system| json!({"role": "system", "content": system}))
+        .collect();
+    for turn in &chat.turns {
+        messages.push(match turn {
+            Turn::User(text) => json!({"role": "user", "content": text}),
+            Turn::Assistant { text, calls } if calls.is_empty() => {
+                json!({"role": "assistant", "content": text})
+            }
+            Turn::Assistant { text, calls } => json!({
+                "role": "assistant",
+                "content": if text.is_empty() { Value::Null } else { json!(text) },
+                "tool_calls": calls.iter().map(|c| json!({
+                    "id": c.id, "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                })).collect::<Vec<_>>(),
+            }),
+            Turn::ToolResult { call_id, content } => {
+                json!({"role": "tool", "tool_call_id": call_id, "content": content})
+            }
+        });
+    }
+    messages
+}
+
 /// The body for `POST {base}/chat/completions`. `limit` is the field for non-reasoning models.
-pub(crate) fn chat_body(model: &str, user: &str, request: &Request, limit: TokenLimit) -> Value {
+pub(crate) fn chat_body(
+    model: &str,
+    chat: &Conversation,
+    request: &Request,
+    limit: TokenLimit,
+) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert(
-        "messages".into(),
-        json!([{ "role": "user", "content": user }]),
-    );
+    body.insert("messages".into(), Value::Array(messages(chat)));
+    if !chat.tools.is_empty() {
+        let tools: Vec<Value> = chat
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
     // Reasoning models get neither sampling parameters (they reject them) nor a token limit:
     // their hidden reasoning counts against it, so the official limit would cut many answers
     // to nothing. The official harness sends none either.
@@ -55,6 +99,9 @@ pub(crate) fn chat_body(model: &str, user: &str, request: &Request, limit: Token
             body.insert("top_p".into(), json!(top_p));
         }
         body.insert(limit.field().into(), json!(request.max_tokens));
+        if let Some(penalty) = request.frequency_penalty {
+            body.insert("frequency_penalty".into(), json!(penalty));
+        }
     }
     insert_n_and_stop(&mut body, request);
     Value::Object(body)
@@ -102,6 +149,22 @@ struct ChatChoice {
 struct ChatMessage {
     /// `null` when the reply was filtered or is a refusal/tool call.
     content: Option<String>,
+    #[serde(default)]
+    tool_calls: Vec<WireCall>,
+}
+
+#[derive(Deserialize)]
+struct WireCall {
+    #[serde(default)]
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    #[serde(default)]
+    arguments: String,
 }
 
 #[derive(Deserialize)]
@@ -138,8 +201,18 @@ impl WireUsage {
 pub(crate) fn parse_chat(body: &[u8], n: u32) -> Result<Generation, String> {
     let reply: ChatCompletion = decode(body)?;
     let choices = reply.choices.into_iter().map(|c| {
+        let calls = c
+            .message
+            .tool_calls
+            .into_iter()
+            .map(|call| ToolCall {
+                id: call.id,
+                name: call.function.name,
+                arguments: call.function.arguments,
+            })
+            .collect();
         let text = c.message.content.unwrap_or_default();
-        (c.index, text, c.finish_reason)
+        (c.index, text, c.finish_reason, calls)
     });
     collect_choices(choices, n, WireUsage::tokens(reply.usage))
 }
@@ -150,7 +223,7 @@ pub(crate) fn parse_completion(body: &[u8], n: u32) -> Result<Generation, String
     let choices = reply
         .choices
         .into_iter()
-        .map(|c| (c.index, c.text, c.finish_reason));
+        .map(|c| (c.index, c.text, c.finish_reason, Vec::new()));
     collect_choices(choices, n, WireUsage::tokens(reply.usage))
 }
 
@@ -158,25 +231,31 @@ pub(crate) fn parse_completion(body: &[u8], n: u32) -> Result<Generation, String
 /// list position) and keeps the first `n`. Fewer than `n` is an answer, not an error: several
 /// servers (Ollama, llama.cpp, TGI) ignore `n`, and the caller asks again for the rest.
 fn collect_choices(
-    choices: impl Iterator<Item = (Option<u32>, String, Option<String>)>,
+    choices: impl Iterator<Item = (Option<u32>, String, Option<String>, Vec<ToolCall>)>,
     n: u32,
     usage: TokenUsage,
 ) -> Result<Generation, String> {
     let mut choices: Vec<_> = choices
         .enumerate()
-        .map(|(pos, (index, text, finish))| (index.map_or(pos as u64, u64::from), text, finish))
+        .map(|(pos, (index, text, finish, calls))| {
+            (index.map_or(pos as u64, u64::from), text, finish, calls)
+        })
         .collect();
     if choices.is_empty() {
         return Err("the response has no choices".into());
     }
-    choices.sort_by_key(|(index, _, _)| *index);
+    choices.sort_by_key(|(index, _, _, _)| *index);
     choices.truncate(n as usize);
-    let (texts, finish_reasons) = choices.into_iter().map(|(_, t, f)| (t, f)).unzip();
-    Ok(Generation {
-        texts,
-        finish_reasons,
+    let mut generation = Generation {
         usage,
-    })
+        ..Generation::default()
+    };
+    for (_, text, finish, calls) in choices {
+        generation.texts.push(text);
+        generation.finish_reasons.push(finish);
+        generation.tool_calls.push(calls);
+    }
+    Ok(generation)
 }
 
 #[cfg(test)]

@@ -4,18 +4,81 @@
 /// the caller's job.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Prompt {
-    /// A single user message: what the official BigCodeBench harness sends to API chat models
-    /// (no system message, no assistant prefill).
-    Chat {
-        /// The user message, the whole prompt.
-        user: String,
-    },
+    /// A chat: for BigCodeBench one user message (what the official harness sends to API chat
+    /// models: no system message, no assistant prefill); for agents a whole conversation.
+    Chat(Conversation),
     /// A raw completion prompt for base models, sent to `{base}/completions`. Only
     /// OpenAI-compatible servers offer that endpoint; Anthropic fails up front.
     Completion {
         /// The text the model continues.
         prompt: String,
     },
+}
+
+impl Prompt {
+    /// A chat of one user message.
+    pub fn user(text: impl Into<String>) -> Prompt {
+        Prompt::Chat(Conversation {
+            system: None,
+            turns: vec![Turn::User(text.into())],
+            tools: Vec::new(),
+        })
+    }
+}
+
+/// A conversation so far, and the tools the model may call.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Conversation {
+    /// The system prompt, if any (OpenAI: a first `system` message; Anthropic: `system`).
+    pub system: Option<String>,
+    /// The turns, oldest first. Consecutive user turns are sent as they are (Anthropic joins
+    /// them into one).
+    pub turns: Vec<Turn>,
+    /// Tools offered; empty = none sent.
+    pub tools: Vec<Tool>,
+}
+
+/// One turn of a conversation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Turn {
+    /// What the user said.
+    User(String),
+    /// What the model said, with the tools it called.
+    Assistant {
+        /// Its text (may be empty when it only called tools).
+        text: String,
+        /// Its tool calls, in order.
+        calls: Vec<ToolCall>,
+    },
+    /// A tool call's result.
+    ToolResult {
+        /// The call answered.
+        call_id: String,
+        /// The result.
+        content: String,
+    },
+}
+
+/// A tool the model may call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    /// Its name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// Its arguments, as a JSON Schema object.
+    pub parameters: serde_json::Value,
+}
+
+/// A call the model made.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    /// The provider's id for it, quoted back with the result.
+    pub id: String,
+    /// The tool called.
+    pub name: String,
+    /// Its arguments, as the JSON text the model wrote (not necessarily valid).
+    pub arguments: String,
 }
 
 /// One prompt and how to sample it.
@@ -35,4 +98,7 @@ pub struct Request {
     pub max_tokens: u32,
     /// Strings that end generation; empty = not sent. The matched string is not in the text.
     pub stop: Vec<String>,
+    /// OpenAI's `frequency_penalty` (chat, non-reasoning models); `None` = not sent. Anthropic
+    /// has no such parameter: never sent there.
+    pub frequency_penalty: Option<f64>,
 }

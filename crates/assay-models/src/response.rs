@@ -16,6 +16,8 @@ pub struct Response {
     /// Per text, as the provider reported it (`stop`, `length`, `content_filter`, `end_turn`,
     /// `max_tokens`, `stop_sequence`, ...).
     pub finish_reasons: Vec<Option<String>>,
+    /// Per text, the tools the model called with it (empty: none, or no tools offered).
+    pub tool_calls: Vec<Vec<crate::ToolCall>>,
     /// Tokens the provider reported, summed over the requests that produced the texts.
     pub usage: TokenUsage,
     /// Wall time of the whole call, retries and waits included.
@@ -37,6 +39,7 @@ pub fn hit_token_limit(finish_reason: &str) -> bool {
 pub(crate) struct Generation {
     pub(crate) texts: Vec<String>,
     pub(crate) finish_reasons: Vec<Option<String>>,
+    pub(crate) tool_calls: Vec<Vec<crate::ToolCall>>,
     pub(crate) usage: TokenUsage,
 }
 
@@ -45,6 +48,7 @@ impl Generation {
     pub(crate) fn extend(&mut self, other: Generation) {
         self.texts.extend(other.texts);
         self.finish_reasons.extend(other.finish_reasons);
+        self.tool_calls.extend(other.tool_calls);
         self.usage += &other.usage;
     }
 }

@@ -33,12 +33,13 @@ fn openai(server: &MockServer) -> Client {
 
 fn chat(n: u32) -> Request {
     Request {
-        prompt: Prompt::Chat { user: "p".into() },
+        prompt: Prompt::user("p"),
         n,
         temperature: 0.0,
         top_p: None,
         max_tokens: 64,
         stop: Vec::new(),
+        frequency_penalty: None,
     }
 }
 

@@ -26,12 +26,13 @@ fn client(spec: &str, base: String, key: Option<&str>) -> Client {
 
 fn chat(user: &str) -> Request {
     Request {
-        prompt: Prompt::Chat { user: user.into() },
+        prompt: Prompt::user(user),
         n: 1,
         temperature: 0.0,
         top_p: None,
         max_tokens: 1280,
         stop: Vec::new(),
+        frequency_penalty: None,
     }
 }
 
@@ -108,6 +109,7 @@ async fn openai_chat_sampling_sends_n_and_top_p_and_orders_choices() {
         temperature: 0.8,
         top_p: Some(0.95),
         stop: vec!["\nif __name__".into()],
+        frequency_penalty: None,
         ..chat("p")
     };
     let response = client.generate(&request).await.unwrap();
@@ -174,6 +176,7 @@ async fn openai_completions_send_prompt_and_all_stop_strings() {
             prompt: "def f():\n".into(),
         },
         stop: many_stops(),
+        frequency_penalty: None,
         ..chat("")
     };
     let response = client.generate(&request).await.unwrap();
@@ -218,6 +221,7 @@ async fn anthropic_sends_messages_body_and_headers() {
     let stops: Vec<String> = many_stops().into_iter().take(6).collect();
     let request = Request {
         stop: stops.clone(),
+        frequency_penalty: None,
         ..chat("Complete this.")
     };
     let response = client.generate(&request).await.unwrap();
@@ -333,4 +337,121 @@ fn mock_on_its_own_thread_serves_synchronous_callers() {
     let client = client("openai:m", server.openai_base(), None);
     let response = runtime.block_on(client.generate(&chat("hi"))).unwrap();
     assert_eq!(response.texts, ["echo: hi"]);
+}
+
+/// An agent's conversation: a system prompt, two user turns, a tool call and its result.
+fn conversation() -> Request {
+    use assay_models::{Conversation, Tool, ToolCall, Turn};
+    Request {
+        prompt: Prompt::Chat(Conversation {
+            system: Some("You run code.".into()),
+            turns: vec![
+                Turn::User("[INFO] files".into()),
+                Turn::User("Sum it.".into()),
+                Turn::Assistant {
+                    text: "Let me run it.".into(),
+                    calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        name: "python".into(),
+                        arguments: r#"{"code": "1 + 1"}"#.into(),
+                    }],
+                },
+                Turn::ToolResult {
+                    call_id: "call_1".into(),
+                    content: "2".into(),
+                },
+            ],
+            tools: vec![Tool {
+                name: "python".into(),
+                description: "Runs a cell.".into(),
+                parameters: json!({"type": "object", "properties": {"code": {"type": "string"}}}),
+            }],
+        }),
+        n: 1,
+        temperature: 0.2,
+        top_p: Some(0.5),
+        max_tokens: 1000,
+        stop: Vec::new(),
+        frequency_penalty: Some(1.02),
+    }
+}
+
+#[tokio::test]
+async fn openai_conversations_carry_the_system_prompt_tools_and_their_calls() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Chat,
+        [Reply::ok(json!({
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_2", "type": "function",
+                                "function": {"name": "python", "arguments": "{\"code\": \"x\"}"}}],
+            }}],
+        }))],
+    );
+    let client = client("openai:gpt-4o", server.openai_base(), Some("k"));
+    let response = client.generate(&conversation()).await.unwrap();
+    let body = &server.requests_to(Route::Chat)[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "You run code."},
+            {"role": "user", "content": "[INFO] files"},
+            {"role": "user", "content": "Sum it."},
+            {"role": "assistant", "content": "Let me run it.", "tool_calls": [{"id": "call_1",
+              "type": "function", "function": {"name": "python", "arguments": "{\"code\": \"1 + 1\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "2"},
+        ])
+    );
+    assert_eq!(body["tools"][0]["function"]["name"], "python");
+    assert_eq!(body["frequency_penalty"], 1.02);
+    assert_eq!(
+        (body["temperature"].as_f64(), body["top_p"].as_f64()),
+        (Some(0.2), Some(0.5))
+    );
+    assert_eq!(response.texts, [""]);
+    let call = &response.tool_calls[0][0];
+    assert_eq!(
+        (
+            call.id.as_str(),
+            call.name.as_str(),
+            call.arguments.as_str()
+        ),
+        ("call_2", "python", "{\"code\": \"x\"}")
+    );
+}
+
+#[tokio::test]
+async fn anthropic_conversations_use_system_tool_use_and_tool_result_blocks() {
+    let server = MockServer::start().await;
+    server.push(
+        Route::Messages,
+        [Reply::ok(json!({
+            "type": "message", "role": "assistant", "stop_reason": "tool_use",
+            "content": [{"type": "text", "text": "Running."},
+                        {"type": "tool_use", "id": "toolu_2", "name": "python", "input": {"code": "y"}}],
+            "usage": {"input_tokens": 7, "output_tokens": 3},
+        }))],
+    );
+    let client = client("anthropic:claude-sonnet-4-5", server.url(), Some("k"));
+    let response = client.generate(&conversation()).await.unwrap();
+    let body = &server.requests_to(Route::Messages)[0].body;
+    assert_eq!(body["system"], "You run code.");
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Let me run it."},
+            {"type": "tool_use", "id": "call_1", "name": "python", "input": {"code": "1 + 1"}}]})
+    );
+    assert_eq!(
+        body["messages"][3],
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "2"}]})
+    );
+    assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    assert!(
+        body.get("frequency_penalty").is_none(),
+        "Anthropic has none"
+    );
+    assert_eq!(response.texts, ["Running."]);
+    assert_eq!(response.tool_calls[0][0].arguments, "{\"code\":\"y\"}");
 }

@@ -3,18 +3,23 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use assay_agent::pybench::checks::{self, Judge, Mode, Outputs};
+use assay_agent::pybench::model::{ChatAgent, RequestLog};
 use assay_agent::pybench::replay::{read_trajectories, Replay};
 use assay_agent::pybench::summary::summarize;
-use assay_agent::pybench::{run_episode, Episode, EpisodeSettings, Replier};
+use assay_agent::pybench::{
+    run_episode, Episode, EpisodeSettings, Protocol, Replier, Reply, ReplyError, Transcript,
+};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec};
 use assay_pyenv::Environment;
 use assay_records::{
-    CheckVerdict, EpisodeEnd, EpisodeRecord, Identity, Kind, Listener, Manifest, PybenchSummary,
-    RunEvent, Status, TokenUsage, TrajectoryRecord, Verdicts,
+    CheckVerdict, EpisodeEnd, EpisodeRecord, GenerationRecord, Identity, Kind, Listener, Manifest,
+    ModelAccess, PybenchSummary, RunEvent, Status, TokenUsage, TrajectoryRecord, Verdicts,
 };
-use assay_rundir::{RunDir, SUMMARY};
+use assay_rundir::{Journal, RunDir, SUMMARY};
 use assay_sandbox::{Engine, InputFile, Limits, SessionSpec};
 use assay_tasks::pybench::{PyBench, Task};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -23,6 +28,8 @@ use tokio::sync::{watch, Semaphore};
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
 
+/// Every request to an API model, as it returned.
+pub const GENERATION: &str = "generation.jsonl";
 /// The upstream-format trajectories of a run.
 pub const TRAJECTORIES: &str = "trajectory.jsonl";
 /// Where a run keeps each task's output files: `tasks/<index>/output/`.
@@ -34,34 +41,15 @@ const EPISODES_AT_ONCE: usize = 16;
 /// What a cell may print before the rest is only counted.
 const CELL_OUTPUT_BYTES: usize = 4 << 20;
 
-/// How the agent's code reaches the interpreter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// Upstream's: a ```python block in the reply.
-    Markdown,
-    /// Native tool calls (a `python` tool).
-    Tools,
-}
-
-impl Protocol {
-    /// The name options and directories use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Protocol::Markdown => "markdown",
-            Protocol::Tools => "tools",
-        }
-    }
-}
-
 /// Where episodes come from.
 pub enum Source {
     /// Run episodes: the model (`replay:FILE` replays a trajectory file's replies).
     Episodes {
         /// The model spec.
         model: String,
-        /// How code reaches the interpreter.
-        protocol: Protocol,
-        /// Turns, cell timeout, observation cap.
+        /// How the model is reached (not for `replay:`).
+        access: Access,
+        /// Protocol, turns, cell timeout, observation cap.
         settings: EpisodeSettings,
     },
     /// Judge recorded trajectories; `outputs` is upstream's `./output/` folder of that run.
@@ -71,6 +59,18 @@ pub enum Source {
         /// The output files, if kept.
         outputs: Option<PathBuf>,
     },
+}
+
+/// How an API model is reached.
+pub struct Access {
+    /// The server (none: the provider's).
+    pub base_url: Option<String>,
+    /// The provider's key.
+    pub api_key: Option<ApiKey>,
+    /// Seconds one HTTP attempt may take.
+    pub request_timeout: f64,
+    /// Attempts after the first.
+    pub retries: u32,
 }
 
 /// A PyBench run or evaluation.
@@ -104,10 +104,11 @@ pub struct PybenchReport {
 /// The model side of a run, resolved from its spec before anything runs.
 enum Model {
     Replay { records: Replay, digest: String },
+    Chat(Client),
 }
 
 impl Model {
-    fn resolve(spec: &str, protocol: Protocol) -> Result<Model, PipelineError> {
+    fn resolve(spec: &str, access: &Access, protocol: Protocol) -> Result<Model, PipelineError> {
         if let Some(file) = spec.strip_prefix("replay:") {
             if protocol == Protocol::Tools {
                 return Err(PipelineError::Invalid(
@@ -128,30 +129,54 @@ impl Model {
                 digest: digest(&bytes),
             });
         }
-        Err(PipelineError::Invalid(format!(
-            "--model {spec:?}: PyBench runs take `replay:FILE` (a trajectory file's replies)"
-        )))
+        let parsed: ModelSpec = spec.parse()?;
+        if !access.request_timeout.is_finite() || access.request_timeout <= 0.0 {
+            return Err(PipelineError::Invalid(
+                "--request-timeout must be a positive number of seconds".into(),
+            ));
+        }
+        let client = Client::new(ClientConfig {
+            spec: parsed,
+            base_url: access.base_url.clone(),
+            api_key: access.api_key.clone(),
+            request_timeout: std::time::Duration::from_secs_f64(access.request_timeout),
+            retries: access.retries,
+            backoff: Backoff::default(),
+        })?;
+        Ok(Model::Chat(client))
     }
-}
 
-impl Model {
-    /// Why the model cannot play `task`, if it cannot: a replay file without its trajectory.
-    fn lacks(&self, task: &Task) -> Option<String> {
+    /// The agent that plays the episodes; an API model's requests go to `log`.
+    fn agent(&self, log: RequestLog) -> Agent<'_> {
         match self {
-            Model::Replay { records, .. } => (!records.has(&task.index))
-                .then(|| "the replayed file has no trajectory for this task".to_string()),
+            Model::Replay { records, .. } => Agent::Replay(records),
+            Model::Chat(client) => Agent::Chat(ChatAgent::new(client.clone(), log)),
         }
     }
 }
 
-impl Replier for Model {
-    async fn reply(
-        &self,
-        task: &Task,
-        messages: &[assay_records::Message],
-    ) -> Result<assay_agent::pybench::Reply, assay_agent::pybench::ReplyError> {
+/// Who replies in the episodes.
+enum Agent<'a> {
+    Replay(&'a Replay),
+    Chat(ChatAgent),
+}
+
+impl Agent<'_> {
+    /// Why the agent cannot play `task`, if it cannot: a replay file without its trajectory.
+    fn lacks(&self, task: &Task) -> Option<String> {
         match self {
-            Model::Replay { records, .. } => records.reply(task, messages).await,
+            Agent::Replay(records) => (!records.has(&task.index))
+                .then(|| "the replayed file has no trajectory for this task".to_string()),
+            Agent::Chat(_) => None,
+        }
+    }
+}
+
+impl Replier for Agent<'_> {
+    async fn reply(&self, task: &Task, transcript: &Transcript) -> Result<Reply, ReplyError> {
+        match self {
+            Agent::Replay(records) => records.reply(task, transcript).await,
+            Agent::Chat(agent) => agent.reply(task, transcript).await,
         }
     }
 }
@@ -201,10 +226,10 @@ pub async fn pybench(
     let (kind, model, recorded, identity_model, protocol, settings) = match &request.source {
         Source::Episodes {
             model,
-            protocol,
+            access,
             settings,
         } => {
-            let resolved = Model::resolve(model, *protocol)?;
+            let resolved = Model::resolve(model, access, settings.protocol)?;
             if settings.max_turns == 0 {
                 return Err(PipelineError::Invalid(
                     "--max-turns must be at least 1".into(),
@@ -215,7 +240,7 @@ pub async fn pybench(
                 Some(resolved),
                 None,
                 model.clone(),
-                Some(*protocol),
+                Some(settings.protocol),
                 Some(settings.clone()),
             )
         }
@@ -297,9 +322,35 @@ pub async fn pybench(
     let mut manifest = Manifest::new(kind, identity);
     manifest.python = Some(engine.python_version().to_string());
     manifest.isolation = Some(engine.isolation().clone());
+    if let (Some(Model::Chat(client)), Source::Episodes { access, .. }) = (&model, &request.source)
+    {
+        manifest.model_access = Some(ModelAccess {
+            base_url: Some(client.base_url().to_string()),
+            concurrency: EPISODES_AT_ONCE,
+            request_timeout_seconds: access.request_timeout,
+            retries: access.retries,
+        });
+    }
     let opened = RunDir::open::<EpisodeRecord>(&out, &manifest)?;
     let mut run = opened.dir;
     let (mut trajectories, old_trajectories) = run.journal::<TrajectoryRecord>(TRAJECTORIES)?;
+    // Every request to an API model, as it returns.
+    let requests: Arc<Mutex<Option<Journal>>> = Arc::new(Mutex::new(None));
+    if let Some(Model::Chat(_)) = &model {
+        let (journal, _) = run.journal::<GenerationRecord>(GENERATION)?;
+        *requests.lock().expect("not poisoned") = Some(journal);
+    }
+    let log: RequestLog = {
+        let requests = requests.clone();
+        Arc::new(move |record: GenerationRecord| {
+            if let Some(journal) = requests.lock().expect("not poisoned").as_mut() {
+                if let Err(e) = journal.append(&record) {
+                    tracing::warn!("generation.jsonl: {e}");
+                }
+            }
+        })
+    };
+    let agent = model.as_ref().map(|m| m.agent(log));
     // An episode counts as done when both its record and its trajectory are on disk and the
     // model did not fail (those are asked again).
     let recorded_ids: BTreeSet<String> = old_trajectories
@@ -367,9 +418,9 @@ pub async fn pybench(
     };
     let mut running = FuturesUnordered::new();
     for task in &pending {
-        let item = match (&model, &recorded) {
-            (Some(model), _) => Item::Run {
-                model,
+        let item = match (&agent, &recorded) {
+            (Some(agent), _) => Item::Run {
+                agent,
                 settings: settings.as_ref().expect("episodes have settings"),
             },
             (None, Some(recorded)) => Item::Recorded(
@@ -397,6 +448,9 @@ pub async fn pybench(
     }
     run.sync()?;
     trajectories.sync()?;
+    if let Some(journal) = requests.lock().expect("not poisoned").as_mut() {
+        journal.sync()?;
+    }
     finish(
         &mut run,
         &data,
@@ -455,7 +509,7 @@ impl Source {
 /// What one task does.
 enum Item<'a> {
     Run {
-        model: &'a Model,
+        agent: &'a Agent<'a>,
         settings: &'a EpisodeSettings,
     },
     Recorded(Option<&'a TrajectoryRecord>, &'a Path),
@@ -496,9 +550,9 @@ impl Context<'_> {
                     None,
                 )
             }
-            Item::Run { model, settings } => {
+            Item::Run { agent, settings } => {
                 let place = self.places.acquire().await.expect("never closed");
-                let ran = self.episode(task, model, settings).await;
+                let ran = self.episode(task, agent, settings).await;
                 drop(place);
                 self.done(task);
                 let (episode, outputs) = match ran {
@@ -571,10 +625,10 @@ impl Context<'_> {
     async fn episode(
         &self,
         task: &Task,
-        model: &Model,
+        agent: &Agent<'_>,
         settings: &EpisodeSettings,
     ) -> Result<(Episode, Vec<String>), String> {
-        if let Some(why) = model.lacks(task) {
+        if let Some(why) = agent.lacks(task) {
             return Err(why);
         }
         if task.needs_internet() && !self.network {
@@ -610,7 +664,7 @@ impl Context<'_> {
             .open_session(spec)
             .await
             .map_err(|e| format!("the session could not start: {e}"))?;
-        let episode = run_episode(task, &session, model, settings, |_| {}).await;
+        let episode = run_episode(task, &session, agent, settings, |_| {}).await;
         let kept = session.files_under(Some("output")).await;
         session.close().await;
         let kept = kept.map_err(|e| format!("reading the episode's outputs: {e}"))?;
@@ -711,12 +765,18 @@ mod tests {
 
     #[test]
     fn replays_refuse_the_tools_protocol_and_bad_files() {
-        let err = Model::resolve("replay:/nonexistent.jsonl", Protocol::Tools)
+        let access = Access {
+            base_url: None,
+            api_key: None,
+            request_timeout: 10.0,
+            retries: 0,
+        };
+        let err = Model::resolve("replay:/nonexistent.jsonl", &access, Protocol::Tools)
             .err()
             .unwrap()
             .to_string();
         assert!(err.contains("--protocol tools"), "{err}");
-        let err = Model::resolve("replay:/nonexistent.jsonl", Protocol::Markdown)
+        let err = Model::resolve("replay:/nonexistent.jsonl", &access, Protocol::Markdown)
             .err()
             .unwrap()
             .to_string();

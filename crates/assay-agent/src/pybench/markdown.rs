@@ -4,6 +4,8 @@
 use assay_records::Message;
 use assay_tasks::pybench::Task;
 
+use super::episode::{Protocol, PYTHON_TOOL};
+
 /// The system prompt of upstream's `config/gpt.yaml`, byte for byte as every recorded
 /// trajectory's first message has it (PyBench commit fa90fae, `trajectory.jsonl`; typos
 /// included, since models were measured with them).
@@ -17,10 +19,19 @@ const CODE_END: &str = "```";
 pub const OBSERVATION_PREFIX: &str = "[INFO]This is a Code Interpreter Message:\n";
 
 /// The conversation an episode starts from: the system prompt, the `[INFO]` message naming
-/// the uploaded files (comma-joined, as upstream joins them), and the query.
-pub fn opening(task: &Task) -> Vec<Message> {
+/// the uploaded files (comma-joined, as upstream joins them), and the query. The `tools`
+/// protocol's system prompt is upstream's with a last paragraph on the tool (assay's).
+pub fn opening(task: &Task, protocol: Protocol) -> Vec<Message> {
+    let system = match protocol {
+        Protocol::Markdown => SYSTEM_PROMPT.to_string(),
+        Protocol::Tools => format!(
+            "{SYSTEM_PROMPT}\nRun each step's code by calling the `{PYTHON_TOOL}` tool with it \
+             (its result is the cell's output) instead of writing a ```python block. A reply \
+             without a tool call is your final response.\n"
+        ),
+    };
     vec![
-        Message::new("system", SYSTEM_PROMPT),
+        Message::new("system", system),
         Message::new(
             "user",
             format!(
@@ -133,7 +144,10 @@ mod tests {
             attachments: vec![],
             category: None,
         };
-        let messages = opening(&task);
+        let messages = opening(&task, Protocol::Markdown);
+        let tools = opening(&task, Protocol::Tools);
+        assert!(tools[0].content.starts_with(SYSTEM_PROMPT));
+        assert!(tools[0].content.contains("`python` tool"));
         assert!(messages[0].content.starts_with("You are an AI Agent"));
         assert_eq!(
             messages[1].content,

@@ -5,8 +5,11 @@
 pub mod checks;
 pub mod episode;
 pub mod markdown;
+pub mod model;
 pub mod observation;
 pub mod replay;
 pub mod summary;
 
-pub use episode::{run_episode, Episode, EpisodeSettings, Replier, Reply, ReplyError};
+pub use episode::{
+    run_episode, Episode, EpisodeSettings, Protocol, Replier, Reply, ReplyError, Transcript,
+};

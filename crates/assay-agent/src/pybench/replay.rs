@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use assay_records::{Message, TrajectoryRecord};
+use assay_records::TrajectoryRecord;
 use assay_tasks::pybench::Task;
 
-use super::episode::{Replier, Reply, ReplyError};
+use super::episode::{Replier, Reply, ReplyError, Transcript};
 
 /// A trajectories file that cannot be used, with where.
 #[derive(Debug, thiserror::Error)]
@@ -97,8 +97,8 @@ impl Replay {
 }
 
 impl Replier for Replay {
-    async fn reply(&self, task: &Task, messages: &[Message]) -> Result<Reply, ReplyError> {
-        let given = messages.iter().filter(|m| m.role == "assistant").count();
+    async fn reply(&self, task: &Task, transcript: &Transcript) -> Result<Reply, ReplyError> {
+        let given = transcript.replies();
         self.replies
             .get(&task.index)
             .and_then(|said| said.get(given))

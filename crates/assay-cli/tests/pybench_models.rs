@@ -1,0 +1,282 @@
+//! `assay run pybench` with a model behind a real HTTP server on loopback: upstream's requests
+//! (system prompt, the [INFO] message, the query, its sampling parameters), the observation
+//! sent back, both protocols, generation.jsonl, and a model that fails: infra, exit 1, then a
+//! rerun that asks only for what is missing.
+
+mod common;
+#[path = "../../assay-models/tests/mock/mod.rs"]
+mod mock;
+
+use std::path::Path;
+use std::process::Output;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::{assay_command, pybench_data, pybench_env};
+use mock::{MockServer, Reply, Route};
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-pybench-canary-77";
+
+fn assay(args: &[&str], dir: &Path) -> Output {
+    pybench_env();
+    assay_command(dir)
+        .args(args)
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("run assay")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The query of a request: the third message (system, [INFO], query).
+fn query(body: &Value) -> String {
+    body["messages"][2]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Task 3 dedups a CSV into ./output/3.csv; task 7's check wants the region counts in the
+/// final answer.
+const DEDUP: &str = "import pandas as pd\ndf = pd.read_csv('./data/Week 40 - US Christmas Tree Sales - 2010 to 2016.csv')\ndf.drop_duplicates().to_csv('./output/3.csv', index=False)\nprint('rows', len(df))";
+
+#[test]
+fn a_model_drives_episodes_through_markdown_replies() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        let turns = body["messages"].as_array().unwrap().len();
+        let reply = match (query(body).contains("./output/3.csv"), turns) {
+            (true, 3) => format!("Analyse: dedup\nAction:\n```python\n{DEDUP}\n```"),
+            (true, _) => "Finished: saved to ./output/3.csv".to_string(),
+            (false, _) => "Finished: 48 38 32 26 23 15 10 2 1".to_string(),
+        };
+        Reply::chat(&[&reply])
+    });
+    let data = pybench_data().display().to_string();
+    let out = dir.path().join("run");
+    let out_arg = out.display().to_string();
+    let base = server.openai_base();
+    let done = assay(
+        &[
+            "run",
+            "pybench",
+            "--model",
+            "openai:mock",
+            "--base-url",
+            &base,
+            "--data",
+            &data,
+            "--tasks",
+            "3,7",
+            "--jobs",
+            "2",
+            "--out",
+            &out_arg,
+        ],
+        dir.path(),
+    );
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let requests = server.requests_to(Route::Chat);
+    assert_eq!(requests.len(), 3, "two replies for task 3, one for task 7");
+    let first = requests
+        .iter()
+        .find(|r| {
+            query(&r.body).contains("./output/3.csv")
+                && r.body["messages"].as_array().unwrap().len() == 3
+        })
+        .expect("task 3's first request");
+    let body = &first.body;
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert!(body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("You are an AI Agent"));
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "user", "content": "[INFO]The data is uploaded to ./data/Week 40 - US Christmas Tree Sales - 2010 to 2016.csv"})
+    );
+    assert_eq!(body["temperature"], 0.2);
+    assert_eq!(body["top_p"], 0.5);
+    assert_eq!(body["max_tokens"], 1000);
+    assert_eq!(body["frequency_penalty"], 1.02);
+    assert!(body.get("tools").is_none());
+    let second = requests
+        .iter()
+        .find(|r| r.body["messages"].as_array().unwrap().len() == 5)
+        .expect("task 3's second request");
+    let observation = second.body["messages"][4]["content"].as_str().unwrap();
+    assert!(
+        observation.starts_with("[INFO]This is a Code Interpreter Message:\nrows "),
+        "{observation}"
+    );
+
+    let records = lines(&out.join("results.jsonl"));
+    let statuses: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["task_id"].as_str().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(statuses, [("PyBench/3", "pass"), ("PyBench/7", "pass")]);
+    assert_eq!(records[0]["turns"], 2);
+    assert!(out.join("tasks/3/output/3.csv").is_file());
+    let generation = lines(&out.join("generation.jsonl"));
+    assert_eq!(generation.len(), 3);
+    assert!(generation
+        .iter()
+        .all(|g| g["error"].is_null() && g["attempts"] == 1));
+    let trajectories = lines(&out.join("trajectory.jsonl"));
+    assert_eq!(trajectories[0]["messages"].as_array().unwrap().len(), 6);
+    assert_eq!(trajectories[0]["index"], "3");
+    // The key went nowhere but the server.
+    for file in [
+        "results.jsonl",
+        "generation.jsonl",
+        "trajectory.jsonl",
+        "manifest.json",
+    ] {
+        let content = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(!content.contains(KEY), "{file} holds the key");
+    }
+}
+
+#[test]
+fn the_tools_protocol_calls_a_python_tool_and_reads_as_upstreams_trajectory() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        let messages = body["messages"].as_array().unwrap();
+        if messages.len() == 3 {
+            Reply::ok(json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Dedup first.",
+                "tool_calls": [{"id": "call_9", "type": "function",
+                                "function": {"name": "python", "arguments": json!({"code": DEDUP}).to_string()}}]}}]}))
+        } else {
+            Reply::chat(&["Finished: done"])
+        }
+    });
+    let data = pybench_data().display().to_string();
+    let out = dir.path().join("tools");
+    let out_arg = out.display().to_string();
+    let base = server.openai_base();
+    let done = assay(
+        &[
+            "run",
+            "pybench",
+            "--model",
+            "openai:mock",
+            "--base-url",
+            &base,
+            "--data",
+            &data,
+            "--tasks",
+            "3",
+            "--protocol",
+            "tools",
+            "--out",
+            &out_arg,
+        ],
+        dir.path(),
+    );
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let requests = server.requests_to(Route::Chat);
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["tools"][0]["function"]["name"], "python");
+    assert!(requests[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("`python` tool"));
+    let result = &requests[1].body["messages"][4];
+    assert_eq!(result["role"], "tool");
+    assert_eq!(result["tool_call_id"], "call_9");
+    assert!(
+        result["content"].as_str().unwrap().starts_with("rows "),
+        "{result}"
+    );
+    let trajectory = &lines(&out.join("trajectory.jsonl"))[0];
+    let reply = trajectory["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        reply.starts_with("Dedup first.\n```python\nimport pandas"),
+        "{reply}"
+    );
+    assert!(trajectory["messages"][4]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("[INFO]This is a Code Interpreter Message:\nrows "));
+    assert_eq!(lines(&out.join("results.jsonl"))[0]["status"], "pass");
+}
+
+#[test]
+fn a_failing_model_leaves_infra_and_a_rerun_asks_only_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    let healthy = Arc::new(AtomicBool::new(false));
+    let flag = healthy.clone();
+    server.respond_with(Route::Chat, move |body| {
+        if query(body).contains("./output/3.csv") && !flag.load(Ordering::SeqCst) {
+            Reply::openai_error(503, "server_error", "overloaded", "try later")
+        } else {
+            Reply::chat(&["Finished: 48 38 32 26 23 15 10 2 1"])
+        }
+    });
+    let data = pybench_data().display().to_string();
+    let out = dir.path().join("flaky");
+    let out_arg = out.display().to_string();
+    let base = server.openai_base();
+    let args = [
+        "run",
+        "pybench",
+        "--model",
+        "openai:mock",
+        "--base-url",
+        &base,
+        "--data",
+        &data,
+        "--tasks",
+        "3,7",
+        "--retries",
+        "0",
+        "--out",
+        &out_arg,
+    ];
+    let first = assay(&args, dir.path());
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
+    assert!(
+        text(&first.stderr).contains("rerun the same command"),
+        "{}",
+        text(&first.stderr)
+    );
+    let records = lines(&out.join("results.jsonl"));
+    let three = records
+        .iter()
+        .find(|r| r["task_id"] == "PyBench/3")
+        .unwrap();
+    assert_eq!(
+        (three["status"].as_str(), three["end"].as_str()),
+        (Some("infra"), Some("model_failed"))
+    );
+    let asked = server.requests_to(Route::Chat).len();
+    healthy.store(true, Ordering::SeqCst);
+    let second = assay(&args, dir.path());
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    let asked_again = server.requests_to(Route::Chat).len() - asked;
+    assert_eq!(asked_again, 1, "only task 3 is asked again");
+    let records = lines(&out.join("results.jsonl"));
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["end"], "answered");
+}
