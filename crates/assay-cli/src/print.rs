@@ -196,6 +196,20 @@ pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
         );
         println!("           {}", categories.join(", "));
     }
+    if let Some(paper) = &summary.published {
+        let categories: Vec<String> = paper
+            .categories
+            .iter()
+            .map(|(c, r)| format!("{c} {:.1}%", r * 100.0))
+            .collect();
+        println!(
+            "  the paper ({}): pass rate {:.1}%, average turns {:.1}; {}",
+            paper.model,
+            paper.pass_rate * 100.0,
+            paper.average_turns,
+            categories.join(", ")
+        );
+    }
     println!(
         "  replies per judged task {:.1}; tokens {} in, {} out; {:.0} s",
         summary.average_turns_raw,

@@ -224,7 +224,6 @@ impl Listener for Progress {
                 self.enter(Phase::Judging);
                 self.samples = (*episodes, *done);
             }
-            RunEvent::TurnTaken { .. } => {}
             RunEvent::EpisodeJudged { record } => {
                 *self.statuses.entry(record.status).or_insert(0) += 1;
                 self.samples.1 += 1;

@@ -280,3 +280,156 @@ fn a_failing_model_leaves_infra_and_a_rerun_asks_only_for_it() {
     assert_eq!(records.len(), 2);
     assert_eq!(records[0]["end"], "answered");
 }
+
+/// A replay file of our own: each task's first reply sleeps in a cell, then it answers.
+fn sleepy_replay(dir: &Path, tasks: &[&str]) -> std::path::PathBuf {
+    let path = dir.join("sleepy.jsonl");
+    let lines: Vec<String> = tasks
+        .iter()
+        .map(|t| {
+            json!({"index": t, "messages": [
+                {"role": "assistant", "content": "Action:\n```python\nimport time\ntime.sleep(1.5)\nprint('slept')\n```"},
+                {"role": "assistant", "content": "Finished: 48 38 32 26 23 15 10 2 1"},
+            ]})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_and_ends_as_one_run_would() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = ["2", "3", "4", "5", "7"];
+    let replay = format!("replay:{}", sleepy_replay(dir.path(), &tasks).display());
+    let data = pybench_data().display().to_string();
+    let out = dir.path().join("killed");
+    let out_arg = out.display().to_string();
+    let list = tasks.join(",");
+    let args = [
+        "run",
+        "pybench",
+        "--model",
+        &replay,
+        "--data",
+        &data,
+        "--tasks",
+        &list,
+        "--jobs",
+        "1",
+        "--max-jobs",
+        "1",
+        "--out",
+        &out_arg,
+    ];
+    pybench_env();
+    let mut child = assay_command(dir.path())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let results = out.join("results.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(&results).map_or(0, |t| t.lines().count()) == 0 {
+        assert!(Instant::now() < deadline, "no episode ended within 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_child(&child),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    let before = lines(&results).len();
+    assert!(
+        before < tasks.len(),
+        "killed before the end ({before} recorded)"
+    );
+    let done = assay(&args, dir.path());
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    assert!(
+        text(&done.stderr).contains("resuming"),
+        "{}",
+        text(&done.stderr)
+    );
+    let records = lines(&results);
+    let ids: Vec<&str> = records
+        .iter()
+        .map(|r| r["task_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, tasks.map(|t| format!("PyBench/{t}")));
+    let trajectories = lines(&out.join("trajectory.jsonl"));
+    let indices: Vec<&str> = trajectories
+        .iter()
+        .map(|t| t["index"].as_str().unwrap())
+        .collect();
+    assert_eq!(indices, tasks);
+    for t in &trajectories {
+        assert_eq!(
+            t["messages"][4]["content"],
+            "[INFO]This is a Code Interpreter Message:\nslept\n"
+        );
+    }
+    let seven = records
+        .iter()
+        .find(|r| r["task_id"] == "PyBench/7")
+        .unwrap();
+    assert_eq!(seven["status"], "pass");
+}
+
+#[test]
+fn episodes_cannot_read_the_key_or_the_tests_or_write_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = pybench_data();
+    let tests = data.join("data/unit_test/tests.py");
+    let probe = format!(
+        "import os\nprint('key', os.environ.get('OPENAI_API_KEY'))\nprint('tests', os.path.exists({tests:?}))\n\
+         print('keys', [k for k in os.environ if 'KEY' in k])\n\
+         try:\n    open({outside:?}, 'w').write('x')\n    print('wrote outside')\nexcept OSError as e:\n    print('refused', type(e).__name__)",
+        tests = tests.display().to_string(),
+        outside = dir.path().join("escaped.txt").display().to_string(),
+    );
+    let server = MockServer::start_on_thread();
+    let code = probe.clone();
+    server.respond_with(Route::Chat, move |body| {
+        if body["messages"].as_array().unwrap().len() == 3 {
+            Reply::chat(&[&format!("Action:\n```python\n{code}\n```")])
+        } else {
+            Reply::chat(&["Finished: 48 38 32 26 23 15 10 2 1"])
+        }
+    });
+    let out = dir.path().join("hostile");
+    let base = server.openai_base();
+    let done = assay(
+        &[
+            "run",
+            "pybench",
+            "--model",
+            "openai:mock",
+            "--base-url",
+            &base,
+            "--data",
+            &data.display().to_string(),
+            "--tasks",
+            "7",
+            "--out",
+            &out.display().to_string(),
+        ],
+        dir.path(),
+    );
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let trajectory = &lines(&out.join("trajectory.jsonl"))[0];
+    let seen = trajectory["messages"][4]["content"].as_str().unwrap();
+    assert!(
+        seen.contains("key None\ntests False\nkeys []\nrefused"),
+        "{seen}"
+    );
+    assert!(!dir.path().join("escaped.txt").exists());
+}

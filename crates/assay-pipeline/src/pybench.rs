@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use assay_agent::pybench::checks::{self, Judge, Mode, Outputs};
 use assay_agent::pybench::model::{ChatAgent, RequestLog};
+use assay_agent::pybench::published;
 use assay_agent::pybench::replay::{read_trajectories, Replay};
 use assay_agent::pybench::summary::summarize;
 use assay_agent::pybench::{
@@ -487,7 +488,13 @@ fn finish(
         .collect();
     run.rewrite_results(&ordered)?;
     run.write_lines(TRAJECTORIES, &ordered_trajectories)?;
-    let summary = summarize(&ordered, checks, started.elapsed().as_secs_f64());
+    let published = run
+        .manifest()?
+        .identity
+        .model
+        .as_deref()
+        .and_then(published::for_model);
+    let summary = summarize(&ordered, checks, published, started.elapsed().as_secs_f64());
     run.write_json(SUMMARY, &summary)?;
     listener.on_event(&RunEvent::JudgingFinished);
     Ok(PybenchReport {

@@ -195,6 +195,22 @@ pub struct PybenchSummary {
     pub tokens: TokenUsage,
     /// Task id → why it is `infra`.
     pub infra: std::collections::BTreeMap<String, String>,
+    /// The paper's figures for the same model, when it published some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<PublishedFigures>,
     /// Wall time of this session.
     pub wall_seconds: f64,
+}
+
+/// The PyBench paper's figures for one model (Table 3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PublishedFigures {
+    /// The model as the paper names it.
+    pub model: String,
+    /// The unit-test pass rate over the 143 tasks (0 to 1).
+    pub pass_rate: f64,
+    /// Per paper category (0 to 1).
+    pub categories: std::collections::BTreeMap<String, f64>,
+    /// Average turns.
+    pub average_turns: f64,
 }

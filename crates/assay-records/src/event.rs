@@ -66,13 +66,6 @@ pub enum RunEvent {
         /// Episodes already recorded.
         done: usize,
     },
-    /// An episode took a turn: the model replied, and its cell (if any) ran.
-    TurnTaken {
-        /// The task.
-        task_id: String,
-        /// The turn, from 1.
-        turn: u32,
-    },
     /// An episode ended and was judged (`results.jsonl` keeps it).
     EpisodeJudged {
         /// Its record.

@@ -18,8 +18,8 @@ pub mod time_policy;
 pub mod verdict;
 
 pub use episode::{
-    CategoryFigures, CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message, PybenchFigures,
-    PybenchSummary, TrajectoryRecord, Verdicts,
+    CategoryFigures, CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message,
+    PublishedFigures, PybenchFigures, PybenchSummary, TrajectoryRecord, Verdicts,
 };
 pub use event::{Listener, RunEvent};
 pub use generation::{

@@ -119,6 +119,26 @@ fn episode() -> EpisodeRecord {
     }
 }
 
+fn pybench_summary() -> PybenchSummary {
+    PybenchSummary {
+        checks: "faithful".into(),
+        tasks: 1,
+        judged: 1,
+        faithful: PybenchFigures::default(),
+        fixed: PybenchFigures::default(),
+        average_turns_raw: 1.0,
+        tokens: TokenUsage::default(),
+        infra: BTreeMap::new(),
+        published: Some(PublishedFigures {
+            model: "m".into(),
+            pass_rate: 0.5,
+            categories: BTreeMap::new(),
+            average_turns: 5.0,
+        }),
+        wall_seconds: 1.0,
+    }
+}
+
 fn trajectory() -> TrajectoryRecord {
     TrajectoryRecord {
         messages: vec![Message::new("user", "q")],
@@ -240,6 +260,19 @@ fn every_field_of_every_record_is_in_the_spec() {
             undocumented(&episode().verdicts.fixed, &spec),
         ),
         ("TrajectoryRecord", undocumented(&trajectory(), &spec)),
+        ("PybenchSummary", undocumented(&pybench_summary(), &spec)),
+        (
+            "PybenchFigures",
+            undocumented(&pybench_summary().faithful, &spec),
+        ),
+        (
+            "CategoryFigures",
+            undocumented(&CategoryFigures::default(), &spec),
+        ),
+        (
+            "PublishedFigures",
+            undocumented(&pybench_summary().published.unwrap(), &spec),
+        ),
     ]
     .into_iter()
     .filter(|(_, keys)| !keys.is_empty())
@@ -288,10 +321,6 @@ fn every_event_is_in_the_spec() {
             episodes: 0,
             done: 0,
         },
-        RunEvent::TurnTaken {
-            task_id: String::new(),
-            turn: 1,
-        },
         RunEvent::EpisodeJudged {
             record: Box::new(episode()),
         },
@@ -309,7 +338,6 @@ fn every_event_is_in_the_spec() {
             | RunEvent::SampleJudged { .. }
             | RunEvent::ReferenceJudged { .. }
             | RunEvent::EpisodesStarted { .. }
-            | RunEvent::TurnTaken { .. }
             | RunEvent::EpisodeJudged { .. }
             | RunEvent::JudgingFinished => {}
         }

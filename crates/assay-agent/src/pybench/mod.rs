@@ -7,6 +7,7 @@ pub mod episode;
 pub mod markdown;
 pub mod model;
 pub mod observation;
+pub mod published;
 pub mod replay;
 pub mod summary;
 

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use assay_records::{
-    CategoryFigures, EpisodeRecord, PybenchFigures, PybenchSummary, Status, TokenUsage, Verdicts,
+    CategoryFigures, EpisodeRecord, PublishedFigures, PybenchFigures, PybenchSummary, Status,
+    TokenUsage, Verdicts,
 };
 
 use super::checks::Mode;
@@ -12,8 +13,14 @@ use super::checks::Mode;
 /// A failed task's turns, as the paper's average counts them.
 const FAILED_TURNS: f64 = 10.0;
 
-/// The figures of `records` (one per task of the run) with `mode` at their head.
-pub fn summarize(records: &[EpisodeRecord], mode: Mode, wall_seconds: f64) -> PybenchSummary {
+/// The figures of `records` (one per task of the run) with `mode` at their head, and the
+/// paper's for the same model.
+pub fn summarize(
+    records: &[EpisodeRecord],
+    mode: Mode,
+    published: Option<PublishedFigures>,
+    wall_seconds: f64,
+) -> PybenchSummary {
     let judged: Vec<&EpisodeRecord> = records
         .iter()
         .filter(|r| r.status != Status::Infra)
@@ -36,6 +43,7 @@ pub fn summarize(records: &[EpisodeRecord], mode: Mode, wall_seconds: f64) -> Py
         average_turns_raw: mean(judged.iter().map(|r| f64::from(r.turns))),
         tokens,
         infra,
+        published,
         wall_seconds,
     }
 }
@@ -156,7 +164,7 @@ mod tests {
             ),
             record("PyBench/5", "text_analysis", Status::Pass, Status::Fail, 3),
         ];
-        let s = summarize(&records, Mode::Faithful, 1.0);
+        let s = summarize(&records, Mode::Faithful, None, 1.0);
         assert_eq!((s.tasks, s.judged), (4, 3));
         assert_eq!(s.faithful.passed, 2);
         assert_eq!(s.faithful.pass_rate, 0.5);
