@@ -537,7 +537,8 @@ struct Context<'a> {
 impl Context<'_> {
     /// One task: its episode (or recording), its outputs saved, its checks.
     async fn task(&self, task: &Task, item: Item<'_>) -> (EpisodeRecord, Option<TrajectoryRecord>) {
-        let started = Instant::now();
+        // From the episode's start: not the wait for a place among those running.
+        let mut started = Instant::now();
         let (messages, turns, end, cells, tokens, outputs, trajectory) = match item {
             Item::Recorded(None, file) => {
                 self.done(task);
@@ -559,6 +560,7 @@ impl Context<'_> {
             }
             Item::Run { agent, settings } => {
                 let place = self.places.acquire().await.expect("never closed");
+                started = Instant::now();
                 let ran = self.episode(task, agent, settings).await;
                 drop(place);
                 self.done(task);
