@@ -2,6 +2,8 @@
 
 mod common;
 
+use common::text;
+
 use std::path::Path;
 use std::process::Output;
 
@@ -10,10 +12,6 @@ fn assay(args: &[&str], dir: &Path) -> Output {
         .args(args)
         .output()
         .expect("run assay")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]
@@ -161,5 +159,5 @@ fn env_status_lists_every_profile() {
         .iter()
         .map(|p| p["profile"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bigcodebench", "test"]);
+    assert_eq!(names, ["bigcodebench", "test", "pybench"]);
 }

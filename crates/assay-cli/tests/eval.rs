@@ -8,15 +8,11 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::assay_command;
+use common::{assay_command, text};
 use serde_json::{json, Value};
 
 fn assay(args: &[&str], dir: &Path) -> Output {
     assay_command(dir).args(args).output().expect("run assay")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn task(number: u32) -> Task {

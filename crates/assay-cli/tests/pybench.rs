@@ -8,24 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use assay_sandbox::{Engine, EngineConfig, InputFile, IsolationMode, Limits, ScriptJob, Status};
-use common::{assay_command, pybench_data, pybench_env};
+use common::{assay_command, lines, pybench_data, pybench_env, text};
 use serde_json::Value;
 
 fn assay(args: &[&str], dir: &Path) -> Output {
     pybench_env();
     assay_command(dir).args(args).output().expect("run assay")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn index(record: &Value) -> String {
@@ -186,6 +174,13 @@ fn replayed_trajectories_get_upstreams_verdicts_on_the_same_outputs() {
         .filter(|r| r["status"] != "infra")
         .map(index)
         .collect();
+    // The same folder given to `assay eval pybench --outputs`, as upstream's ./output/ is.
+    let merged = dir.path().join("merged");
+    for (path, bytes) in &outputs {
+        let target = merged.join(path.trim_start_matches("output/"));
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::write(target, bytes).unwrap();
+    }
     let upstream = oracle(&out.join("trajectory.jsonl"), outputs, &judged);
     let differ: Vec<String> = records
         .iter()

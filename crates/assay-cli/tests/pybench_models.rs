@@ -12,7 +12,7 @@ use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::{assay_command, pybench_data, pybench_env};
+use common::{assay_command, lines, pybench_data, pybench_env, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -27,16 +27,28 @@ fn assay(args: &[&str], dir: &Path) -> Output {
         .expect("run assay")
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+/// `assay run pybench --model openai:mock` against `server` on the shared data, for `tasks`,
+/// into `out`, with `rest`.
+fn run_mock(server: &MockServer, tasks: &str, out: &Path, rest: &[&str], dir: &Path) -> Output {
+    let data = pybench_data().display().to_string();
+    let base = server.openai_base();
+    let out = out.display().to_string();
+    let mut args = vec![
+        "run",
+        "pybench",
+        "--model",
+        "openai:mock",
+        "--base-url",
+        &base,
+        "--data",
+        &data,
+        "--tasks",
+        tasks,
+        "--out",
+        &out,
+    ];
+    args.extend_from_slice(rest);
+    assay(&args, dir)
 }
 
 /// The query of a request: the third message (system, [INFO], query).
@@ -64,29 +76,8 @@ fn a_model_drives_episodes_through_markdown_replies() {
         };
         Reply::chat(&[&reply])
     });
-    let data = pybench_data().display().to_string();
     let out = dir.path().join("run");
-    let out_arg = out.display().to_string();
-    let base = server.openai_base();
-    let done = assay(
-        &[
-            "run",
-            "pybench",
-            "--model",
-            "openai:mock",
-            "--base-url",
-            &base,
-            "--data",
-            &data,
-            "--tasks",
-            "3,7",
-            "--jobs",
-            "2",
-            "--out",
-            &out_arg,
-        ],
-        dir.path(),
-    );
+    let done = run_mock(&server, "3,7", &out, &["--jobs", "2"], dir.path());
     assert!(done.status.success(), "{}", text(&done.stderr));
     let requests = server.requests_to(Route::Chat);
     assert_eq!(requests.len(), 3, "two replies for task 3, one for task 7");
@@ -170,29 +161,8 @@ fn the_tools_protocol_calls_a_python_tool_and_reads_as_upstreams_trajectory() {
             Reply::chat(&["Finished: done"])
         }
     });
-    let data = pybench_data().display().to_string();
     let out = dir.path().join("tools");
-    let out_arg = out.display().to_string();
-    let base = server.openai_base();
-    let done = assay(
-        &[
-            "run",
-            "pybench",
-            "--model",
-            "openai:mock",
-            "--base-url",
-            &base,
-            "--data",
-            &data,
-            "--tasks",
-            "3",
-            "--protocol",
-            "tools",
-            "--out",
-            &out_arg,
-        ],
-        dir.path(),
-    );
+    let done = run_mock(&server, "3", &out, &["--protocol", "tools"], dir.path());
     assert!(done.status.success(), "{}", text(&done.stderr));
     let requests = server.requests_to(Route::Chat);
     assert_eq!(requests.len(), 2);
@@ -234,27 +204,9 @@ fn a_failing_model_leaves_infra_and_a_rerun_asks_only_for_it() {
             Reply::chat(&["Finished: 48 38 32 26 23 15 10 2 1"])
         }
     });
-    let data = pybench_data().display().to_string();
     let out = dir.path().join("flaky");
-    let out_arg = out.display().to_string();
-    let base = server.openai_base();
-    let args = [
-        "run",
-        "pybench",
-        "--model",
-        "openai:mock",
-        "--base-url",
-        &base,
-        "--data",
-        &data,
-        "--tasks",
-        "3,7",
-        "--retries",
-        "0",
-        "--out",
-        &out_arg,
-    ];
-    let first = assay(&args, dir.path());
+    let retries = ["--retries", "0"];
+    let first = run_mock(&server, "3,7", &out, &retries, dir.path());
     assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
     assert!(
         text(&first.stderr).contains("rerun the same command"),
@@ -272,7 +224,7 @@ fn a_failing_model_leaves_infra_and_a_rerun_asks_only_for_it() {
     );
     let asked = server.requests_to(Route::Chat).len();
     healthy.store(true, Ordering::SeqCst);
-    let second = assay(&args, dir.path());
+    let second = run_mock(&server, "3,7", &out, &retries, dir.path());
     assert!(second.status.success(), "{}", text(&second.stderr));
     let asked_again = server.requests_to(Route::Chat).len() - asked;
     assert_eq!(asked_again, 1, "only task 3 is asked again");
@@ -406,24 +358,7 @@ fn episodes_cannot_read_the_key_or_the_tests_or_write_outside() {
         }
     });
     let out = dir.path().join("hostile");
-    let base = server.openai_base();
-    let done = assay(
-        &[
-            "run",
-            "pybench",
-            "--model",
-            "openai:mock",
-            "--base-url",
-            &base,
-            "--data",
-            &data.display().to_string(),
-            "--tasks",
-            "7",
-            "--out",
-            &out.display().to_string(),
-        ],
-        dir.path(),
-    );
+    let done = run_mock(&server, "7", &out, &[], dir.path());
     assert!(done.status.success(), "{}", text(&done.stderr));
     let trajectory = &lines(&out.join("trajectory.jsonl"))[0];
     let seen = trajectory["messages"][4]["content"].as_str().unwrap();

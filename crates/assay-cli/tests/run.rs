@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use assay_generate::prompt;
 use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::assay_command;
+use common::{assay_command, lines, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -74,20 +74,8 @@ fn generate(model: &str, base: &str, rest: &[&str], dir: &Path, env: &[(&str, &s
     assay(&args, dir, env)
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// Every file under `dir`, with its text.

@@ -13,16 +13,12 @@ use std::sync::{Arc, Mutex};
 
 use assay_pyenv::Interpreter;
 use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::assay_command;
+use common::{assay_command, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::Value;
 
 const KEY: &str = "sk-canary-secrets-90d1c3";
 const ANTHROPIC_KEY: &str = "sk-ant-canary-secrets-17ab0e";
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// An executable shell script at `path`.
 fn script(path: &Path, body: &str) {

@@ -334,7 +334,14 @@ pub async fn pybench(
     }
     let opened = RunDir::open::<EpisodeRecord>(&out, &manifest)?;
     let mut run = opened.dir;
-    let (mut trajectories, old_trajectories) = run.journal::<TrajectoryRecord>(TRAJECTORIES)?;
+    // Upstream-format trajectories, of the episodes a run plays (an evaluation has its input).
+    let (mut trajectories, old_trajectories) = match kind {
+        Kind::PybenchRun => {
+            let (journal, old) = run.journal::<TrajectoryRecord>(TRAJECTORIES)?;
+            (Some(journal), old)
+        }
+        _ => (None, Vec::new()),
+    };
     // Every request to an API model, as it returns.
     let requests: Arc<Mutex<Option<Journal>>> = Arc::new(Mutex::new(None));
     if let Some(Model::Chat(_)) = &model {
@@ -352,16 +359,23 @@ pub async fn pybench(
         })
     };
     let agent = model.as_ref().map(|m| m.agent(log));
-    // An episode counts as done when both its record and its trajectory are on disk and the
-    // model did not fail (those are asked again).
+    // A task is done when its record is on disk (with its trajectory, for an episode that
+    // ran) and the model did not fail (those are asked again).
     let recorded_ids: BTreeSet<String> = old_trajectories
         .iter()
         .map(|t| format!("{}{}", assay_tasks::pybench::ID_PREFIX, t.index))
         .collect();
+    let ran = |end: EpisodeEnd| {
+        matches!(
+            end,
+            EpisodeEnd::Answered | EpisodeEnd::MaxTurns | EpisodeEnd::ReplayExhausted
+        )
+    };
     let mut records: BTreeMap<String, EpisodeRecord> = opened
         .records
         .into_iter()
-        .filter(|r| r.end != EpisodeEnd::ModelFailed && recorded_ids.contains(&r.task_id))
+        .filter(|r| r.end != EpisodeEnd::ModelFailed)
+        .filter(|r| !ran(r.end) || recorded_ids.contains(&r.task_id))
         .map(|r| (r.task_id.clone(), r))
         .collect();
     let mut kept_trajectories: BTreeMap<String, TrajectoryRecord> = old_trajectories
@@ -437,8 +451,8 @@ pub async fn pybench(
         if record.end == EpisodeEnd::ModelFailed {
             model_failed += 1;
         }
-        if let Some(trajectory) = &trajectory {
-            trajectories.append(trajectory)?;
+        if let (Some(trajectory), Some(journal)) = (&trajectory, trajectories.as_mut()) {
+            journal.append(trajectory)?;
             kept_trajectories.insert(trajectory.index.clone(), trajectory.clone());
         }
         run.append(&record)?;
@@ -448,46 +462,51 @@ pub async fn pybench(
         records.insert(record.task_id.clone(), record);
     }
     run.sync()?;
-    trajectories.sync()?;
+    if let Some(journal) = trajectories.as_mut() {
+        journal.sync()?;
+    }
     if let Some(journal) = requests.lock().expect("not poisoned").as_mut() {
         journal.sync()?;
     }
-    finish(
+    let trajectories = trajectories.map(|_| kept_trajectories);
+    let report = finish(
         &mut run,
         &data,
         records,
-        kept_trajectories,
+        trajectories,
         request.checks,
         started,
+    )?;
+    listener.on_event(&RunEvent::JudgingFinished);
+    Ok(PybenchReport {
         model_failed,
-        listener,
-    )
+        ..report
+    })
 }
 
-/// Rewrites the journals in task order and writes the summary.
-#[allow(clippy::too_many_arguments)]
+/// Rewrites the journals in task order (the trajectories of a run) and writes the summary.
 fn finish(
     run: &mut RunDir,
     data: &PyBench,
     mut records: BTreeMap<String, EpisodeRecord>,
-    mut trajectories: BTreeMap<String, TrajectoryRecord>,
+    trajectories: Option<BTreeMap<String, TrajectoryRecord>>,
     checks: Mode,
     started: Instant,
-    model_failed: usize,
-    listener: &mut dyn Listener,
 ) -> Result<PybenchReport, PipelineError> {
     let ordered: Vec<EpisodeRecord> = data
         .tasks
         .iter()
         .filter_map(|t| records.remove(&t.task_id()))
         .collect();
-    let ordered_trajectories: Vec<TrajectoryRecord> = data
-        .tasks
-        .iter()
-        .filter_map(|t| trajectories.remove(&t.index))
-        .collect();
     run.rewrite_results(&ordered)?;
-    run.write_lines(TRAJECTORIES, &ordered_trajectories)?;
+    if let Some(mut trajectories) = trajectories {
+        let ordered: Vec<TrajectoryRecord> = data
+            .tasks
+            .iter()
+            .filter_map(|t| trajectories.remove(&t.index))
+            .collect();
+        run.write_lines(TRAJECTORIES, &ordered)?;
+    }
     let published = run
         .manifest()?
         .identity
@@ -496,11 +515,10 @@ fn finish(
         .and_then(published::for_model);
     let summary = summarize(&ordered, checks, published, started.elapsed().as_secs_f64());
     run.write_json(SUMMARY, &summary)?;
-    listener.on_event(&RunEvent::JudgingFinished);
     Ok(PybenchReport {
         summary,
         dir: run.path().to_path_buf(),
-        model_failed,
+        model_failed: 0,
     })
 }
 

@@ -134,6 +134,15 @@ impl Profile {
             .filter(|l| !l.is_empty())
     }
 
+    /// Whether the profile pins `package` (its name as in the requirements, any case).
+    pub fn pins_package(&self, package: &str) -> bool {
+        self.pins().any(|pin| {
+            pin.split("==")
+                .next()
+                .is_some_and(|name| name.trim().eq_ignore_ascii_case(package))
+        })
+    }
+
     /// The preload list as owned names (what an engine configuration takes).
     pub fn preload_modules(&self) -> Vec<String> {
         self.preload.iter().map(|m| m.to_string()).collect()
@@ -199,6 +208,10 @@ mod tests {
         ] {
             assert!(p.pins().any(|l| l.starts_with(pin)), "no {pin}");
         }
+        assert!(p.pins_package("IPython") && p.pins_package("ipython"));
+        assert!(!Profile::by_name("bigcodebench")
+            .unwrap()
+            .pins_package("ipython"));
         let names: Vec<_> = p.programs.iter().map(|t| t.name).collect();
         assert_eq!(names, ["ffmpeg", "ffprobe"]);
     }

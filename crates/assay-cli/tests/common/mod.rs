@@ -34,11 +34,7 @@ pub fn assay_command(dir: &Path) -> Command {
 pub fn cache_root() -> &'static Path {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
     ROOT.get_or_init(|| {
-        let profile = Profile::by_name("test").expect("test profile");
-        let interpreter = Interpreter::discover(None).expect("a Python 3.11 interpreter");
-        let env = Environment::locate(profile, interpreter).expect("locate the test env");
-        env.ensure(&SilentObserver)
-            .expect("set up the test environment");
+        let env = set_up("test");
         let shared = env.dir.parent().expect("the environments directory");
 
         let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("assay-cli-cache");
@@ -61,15 +57,17 @@ pub fn cache_root() -> &'static Path {
 /// its lock), so that `assay run pybench` finds it complete.
 pub fn pybench_env() -> Environment {
     static ENV: OnceLock<Environment> = OnceLock::new();
-    ENV.get_or_init(|| {
-        let profile = Profile::by_name("pybench").expect("pybench profile");
-        let interpreter = Interpreter::discover(None).expect("a Python 3.11 interpreter");
-        let env = Environment::locate(profile, interpreter).expect("locate the pybench env");
-        env.ensure(&SilentObserver)
-            .expect("set up the pybench environment");
-        env
-    })
-    .clone()
+    ENV.get_or_init(|| set_up("pybench")).clone()
+}
+
+/// The environment of `profile` in the user's environments directory, set up if it is not.
+fn set_up(profile: &str) -> Environment {
+    let profile = Profile::by_name(profile).expect("a known profile");
+    let interpreter = Interpreter::discover(None).expect("a Python 3.11 interpreter");
+    let env = Environment::locate(profile, interpreter).expect("locate the environment");
+    env.ensure(&SilentObserver)
+        .unwrap_or_else(|e| panic!("set up the `{}` environment: {e}", profile.name));
+    env
 }
 
 /// The shared PyBench data (`../shared/data/pybench`, read in place: its license is unknown).
@@ -81,4 +79,18 @@ pub fn pybench_data() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// Bytes as text, for messages.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A JSON-lines file's records.
+pub fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
