@@ -194,6 +194,18 @@ fn replayed_trajectories_get_upstreams_verdicts_on_the_same_outputs() {
     );
     let passed = upstream.values().filter(|v| *v == "pass").count();
     assert!(passed > 40, "{passed} of {} passed", judged.len());
+    // Figures the cells displayed are files, named in their cells' records.
+    let named: Vec<String> = records
+        .iter()
+        .flat_map(|r| r["cells"].as_array().unwrap().clone())
+        .flat_map(|c| c["figures"].as_array().cloned().unwrap_or_default())
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    assert!(!named.is_empty());
+    for figure in &named {
+        let bytes = std::fs::read(out.join(figure)).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "{figure}");
+    }
 }
 
 #[test]

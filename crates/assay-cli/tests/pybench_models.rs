@@ -368,3 +368,58 @@ fn episodes_cannot_read_the_key_or_the_tests_or_write_outside() {
     );
     assert!(!dir.path().join("escaped.txt").exists());
 }
+
+#[test]
+fn audio_tools_work_in_episodes_and_fixed_checks_can_head_the_results() {
+    let dir = tempfile::tempdir().unwrap();
+    // pydub needs ffmpeg (to write mp3) and ffprobe (to read it back), both on the jobs' PATH.
+    let audio = "import numpy as np, wave\nfrom pydub import AudioSegment\n\
+        tone = (np.sin(np.arange(8000) / 8000 * 440 * 2 * np.pi) * 20000).astype(np.int16)\n\
+        w = wave.open('./output/tone.wav', 'wb'); w.setnchannels(1); w.setsampwidth(2)\n\
+        w.setframerate(8000); w.writeframes(tone.tobytes()); w.close()\n\
+        AudioSegment.from_wav('./output/tone.wav').export('./output/tone.mp3', format='mp3')\n\
+        print('mp3 ms', round(len(AudioSegment.from_mp3('./output/tone.mp3')) / 100) * 100)";
+    let replay = dir.path().join("audio.jsonl");
+    std::fs::write(
+        &replay,
+        json!({"index": "63", "messages": [
+            {"role": "assistant", "content": format!("```python\n{audio}\n```")},
+            {"role": "assistant", "content": "Finished: no chart drawn"},
+        ]})
+        .to_string()
+            + "\n",
+    )
+    .unwrap();
+    let data = pybench_data().display().to_string();
+    let out = dir.path().join("fixed");
+    let done = assay(
+        &[
+            "run",
+            "pybench",
+            "--model",
+            &format!("replay:{}", replay.display()),
+            "--data",
+            &data,
+            "--tasks",
+            "63",
+            "--checks",
+            "fixed",
+            "--out",
+            &out.display().to_string(),
+        ],
+        dir.path(),
+    );
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let trajectory = &lines(&out.join("trajectory.jsonl"))[0];
+    let seen = trajectory["messages"][4]["content"].as_str().unwrap();
+    assert!(seen.ends_with("mp3 ms 1000\n"), "{seen}");
+    assert!(out.join("tasks/63/output/tone.mp3").is_file());
+    // Upstream's test 63 never asserts (always passes); the fixed one wants ./output/63.png.
+    let record = &lines(&out.join("results.jsonl"))[0];
+    assert_eq!(record["verdicts"]["faithful"]["status"], "pass");
+    assert_eq!(record["verdicts"]["fixed"]["status"], "fail");
+    assert_eq!(record["status"], "fail", "the fixed verdict heads");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["checks"], "fixed");
+}

@@ -167,9 +167,9 @@ impl Environment {
             return Ok(());
         }
         let (major, minor, _) = self.interpreter.version;
-        let site = self
-            .dir
-            .join("lib")
+        // Relative to `bin`: the sandbox shows the environment at whatever path the engine was
+        // given (a symlink's, say), where an absolute link's target may not be in view.
+        let site = Path::new("lib")
             .join(format!("python{major}.{minor}"))
             .join("site-packages");
         let names: Vec<&str> = self.profile.programs.iter().map(|p| p.name).collect();
@@ -180,13 +180,15 @@ impl Environment {
         for program in self.profile.programs {
             use std::os::unix::fs::PermissionsExt;
             let target = site.join(program.in_site_packages);
-            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))
-                .map_err(|e| Error::io(&target, e))?;
+            let installed = self.dir.join(&target);
+            std::fs::set_permissions(&installed, std::fs::Permissions::from_mode(0o755))
+                .map_err(|e| Error::io(&installed, e))?;
             let link = self.dir.join("bin").join(program.name);
             if link.symlink_metadata().is_ok() {
                 std::fs::remove_file(&link).map_err(|e| Error::io(&link, e))?;
             }
-            std::os::unix::fs::symlink(&target, &link).map_err(|e| Error::io(&link, e))?;
+            std::os::unix::fs::symlink(Path::new("..").join(&target), &link)
+                .map_err(|e| Error::io(&link, e))?;
         }
         Ok(())
     }
