@@ -18,6 +18,9 @@ use crate::print;
 use crate::progress::Progress;
 use crate::secrets;
 
+/// The longest cell time limit taken: a day.
+const MAX_CELL_SECONDS: u64 = 24 * 60 * 60;
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ChecksArg {
     /// Upstream's unit tests as they are, bugs included: numbers comparable to the paper.
@@ -106,8 +109,8 @@ pub struct EvalArgs {
 }
 
 pub async fn run(args: RunArgs) -> Result<i32> {
-    if args.cell_timeout == 0 {
-        bail!("--cell-timeout must be at least 1 second");
+    if !(1..=MAX_CELL_SECONDS).contains(&args.cell_timeout) {
+        bail!("--cell-timeout must be from 1 to {MAX_CELL_SECONDS} seconds");
     }
     // The key of the model's provider, if it names one (a replay has none).
     let api_key = args
@@ -171,12 +174,12 @@ async fn execute(common: Common, source: Source) -> Result<i32> {
     } else {
         print::pybench(&report.summary, &report.dir);
     }
-    if report.model_failed > 0 {
+    if report.unfinished > 0 {
         eprintln!(
-            "assay: the model failed for good on {} tasks (recorded as infra); rerun the same \
-             command to ask again",
-            report.model_failed
+            "assay: the model or the harness failed for good on {} tasks (recorded as infra); \
+             rerun the same command to run them again",
+            report.unfinished
         );
     }
-    Ok(i32::from(report.model_failed > 0))
+    Ok(i32::from(report.unfinished > 0))
 }

@@ -24,17 +24,19 @@ fn index(record: &Value) -> String {
         .to_string()
 }
 
-/// Every file under `dir`, as (path relative to `dir`, bytes).
+/// Everything under `dir`, as (path relative to `dir`, bytes): files, and folders as their
+/// path with a trailing `/` (and no bytes), so that empty ones are kept.
 fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut found = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {
         for entry in std::fs::read_dir(&at).into_iter().flatten().flatten() {
             let path = entry.path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
             if path.is_dir() {
+                found.push((format!("{rel}/"), Vec::new()));
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(dir).unwrap().display().to_string();
                 found.push((rel, std::fs::read(&path).unwrap()));
             }
         }
@@ -71,6 +73,14 @@ fn oracle(
             });
         }
     }
+    // Folders (empty ones too) are made by the oracle script from dirs.json.
+    let (dirs, outputs): (Vec<_>, Vec<_>) =
+        outputs.into_iter().partition(|(p, _)| p.ends_with('/'));
+    let dirs: Vec<String> = dirs.into_iter().map(|(p, _)| p).collect();
+    files.push(InputFile {
+        path: "dirs.json".into(),
+        data: serde_json::to_vec(&dirs).unwrap(),
+    });
     files.extend(
         outputs
             .into_iter()
@@ -178,6 +188,10 @@ fn replayed_trajectories_get_upstreams_verdicts_on_the_same_outputs() {
     let merged = dir.path().join("merged");
     for (path, bytes) in &outputs {
         let target = merged.join(path.trim_start_matches("output/"));
+        if path.ends_with('/') {
+            std::fs::create_dir_all(&target).unwrap();
+            continue;
+        }
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(target, bytes).unwrap();
     }

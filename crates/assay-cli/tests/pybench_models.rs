@@ -423,3 +423,50 @@ fn audio_tools_work_in_episodes_and_fixed_checks_can_head_the_results() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["checks"], "fixed");
 }
+
+#[test]
+fn a_check_reading_a_task_that_runs_again_is_judged_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    let healthy = Arc::new(AtomicBool::new(false));
+    let flag = healthy.clone();
+    // Task 67 draws ./output/67.png; upstream's test 68 checks that file, not 68's own.
+    server.respond_with(Route::Chat, move |body| {
+        let turns = body["messages"].as_array().unwrap().len();
+        match (query(body).contains("./output/67.png"), turns) {
+            (true, _) if !flag.load(Ordering::SeqCst) => {
+                Reply::openai_error(503, "server_error", "overloaded", "try later")
+            }
+            (true, 3) => Reply::chat(&["```python\nimport matplotlib.pyplot as plt\nplt.scatter([1], [2])\nplt.savefig('./output/67.png')\n```"]),
+            _ => Reply::chat(&["Finished: drawn"]),
+        }
+    });
+    let out = dir.path().join("pair");
+    let retries = ["--retries", "0"];
+    let first = run_mock(&server, "67,68", &out, &retries, dir.path());
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
+    let records = lines(&out.join("results.jsonl"));
+    assert_eq!(
+        records[1]["verdicts"]["faithful"]["status"], "fail",
+        "no 67.png yet"
+    );
+    healthy.store(true, Ordering::SeqCst);
+    let second = run_mock(&server, "67,68", &out, &retries, dir.path());
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    let records = lines(&out.join("results.jsonl"));
+    assert_eq!(records[0]["verdicts"]["faithful"]["status"], "pass");
+    assert_eq!(
+        records[1]["verdicts"]["faithful"]["status"], "pass",
+        "68 judged again on 67's new output"
+    );
+    assert_eq!(
+        records[1]["verdicts"]["fixed"]["status"], "fail",
+        "68 drew nothing"
+    );
+    let asked_for_68 = server
+        .requests_to(Route::Chat)
+        .iter()
+        .filter(|r| query(&r.body).contains("./output/68.png"))
+        .count();
+    assert_eq!(asked_for_68, 1, "68's episode is not run again");
+}

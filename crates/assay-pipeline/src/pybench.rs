@@ -21,7 +21,7 @@ use assay_records::{
     ModelAccess, PybenchSummary, RunEvent, Status, TokenUsage, TrajectoryRecord, Verdicts,
 };
 use assay_rundir::{Journal, RunDir, SUMMARY};
-use assay_sandbox::{Engine, InputFile, Limits, SessionSpec};
+use assay_sandbox::{Engine, InputFile, Limits, SessionSpec, Tree};
 use assay_tasks::pybench::{PyBench, Task};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{watch, Semaphore};
@@ -39,6 +39,8 @@ pub const TASKS_DIR: &str = "tasks";
 pub const FIGURES_DIR: &str = "figures";
 /// Episodes at once (upstream runs 16); their cells share the engine's CPU slots.
 const EPISODES_AT_ONCE: usize = 16;
+/// What an episode's output files may hold in all before the rest is kept cut.
+const OUTPUT_BYTES: u64 = 1 << 30;
 /// What a cell may print before the rest is only counted.
 const CELL_OUTPUT_BYTES: usize = 4 << 20;
 
@@ -98,8 +100,8 @@ pub struct PybenchReport {
     pub summary: PybenchSummary,
     /// The run directory.
     pub dir: PathBuf,
-    /// Tasks whose model failed for good (a rerun asks again).
-    pub model_failed: usize,
+    /// Tasks whose model or harness failed for good (`infra`; a rerun runs them again).
+    pub unfinished: usize,
 }
 
 /// The model side of a run, resolved from its spec before anything runs.
@@ -360,7 +362,9 @@ pub async fn pybench(
     };
     let agent = model.as_ref().map(|m| m.agent(log));
     // A task is done when its record is on disk (with its trajectory, for an episode that
-    // ran) and the model did not fail (those are asked again).
+    // ran) and neither the model nor the harness failed (those run again). An episode whose
+    // check could not be made, or whose check reads the outputs of a task that runs again
+    // (upstream's 68 and 82 read 67's and 81's), is judged again from what it left.
     let recorded_ids: BTreeSet<String> = old_trajectories
         .iter()
         .map(|t| format!("{}{}", assay_tasks::pybench::ID_PREFIX, t.index))
@@ -374,7 +378,7 @@ pub async fn pybench(
     let mut records: BTreeMap<String, EpisodeRecord> = opened
         .records
         .into_iter()
-        .filter(|r| r.end != EpisodeEnd::ModelFailed)
+        .filter(|r| !matches!(r.end, EpisodeEnd::ModelFailed | EpisodeEnd::HarnessFailed))
         .filter(|r| !ran(r.end) || recorded_ids.contains(&r.task_id))
         .map(|r| (r.task_id.clone(), r))
         .collect();
@@ -386,6 +390,24 @@ pub async fn pybench(
         .tasks
         .iter()
         .filter(|t| !records.contains_key(&t.task_id()))
+        .collect();
+    let runs_again: BTreeSet<&str> = pending.iter().map(|t| t.index.as_str()).collect();
+    let again: Vec<&Task> = data
+        .tasks
+        .iter()
+        .filter(|t| {
+            records.get(&t.task_id()).is_some_and(|r| {
+                let reads_other = checks::table().get(&t.index).is_some_and(|c| {
+                    let owner = checks::reads_outputs_of(&t.index, &c.faithful);
+                    owner != t.index && runs_again.contains(owner)
+                });
+                ran(r.end) && (r.status == Status::Infra || reads_other)
+            })
+        })
+        .collect();
+    let rejudged: Vec<(&Task, EpisodeRecord)> = again
+        .into_iter()
+        .filter_map(|t| records.remove(&t.task_id()).map(|r| (t, r)))
         .collect();
     if !records.is_empty() {
         listener.on_event(&RunEvent::Notice {
@@ -446,10 +468,17 @@ pub async fn pybench(
         };
         running.push(context.task(task, item));
     }
-    let mut model_failed = 0;
+    for (task, old) in rejudged {
+        let trajectory = kept_trajectories.get(&task.index).cloned();
+        running.push(context.task(task, Item::Rejudge(Box::new((old, trajectory)))));
+    }
+    let mut unfinished = 0;
     while let Some((record, trajectory)) = running.next().await {
-        if record.end == EpisodeEnd::ModelFailed {
-            model_failed += 1;
+        if matches!(
+            record.end,
+            EpisodeEnd::ModelFailed | EpisodeEnd::HarnessFailed
+        ) {
+            unfinished += 1;
         }
         if let (Some(trajectory), Some(journal)) = (&trajectory, trajectories.as_mut()) {
             journal.append(trajectory)?;
@@ -479,7 +508,7 @@ pub async fn pybench(
     )?;
     listener.on_event(&RunEvent::JudgingFinished);
     Ok(PybenchReport {
-        model_failed,
+        unfinished,
         ..report
     })
 }
@@ -518,7 +547,7 @@ fn finish(
     Ok(PybenchReport {
         summary,
         dir: run.path().to_path_buf(),
-        model_failed: 0,
+        unfinished: 0,
     })
 }
 
@@ -531,6 +560,14 @@ impl Source {
     }
 }
 
+/// Why an episode did not run to its end.
+enum NotRun {
+    /// It cannot run here: its inputs, the internet, its recording are missing.
+    Here(String),
+    /// The harness failed (a session, reading or keeping outputs): a rerun tries again.
+    Harness(String),
+}
+
 /// What one task does.
 enum Item<'a> {
     Run {
@@ -538,6 +575,8 @@ enum Item<'a> {
         settings: &'a EpisodeSettings,
     },
     Recorded(Option<&'a TrajectoryRecord>, &'a Path),
+    /// An episode of an earlier session, judged again from its trajectory and outputs.
+    Rejudge(Box<(EpisodeRecord, Option<TrajectoryRecord>)>),
 }
 
 /// What every task of a pipeline shares.
@@ -558,6 +597,21 @@ impl Context<'_> {
         // From the episode's start: not the wait for a place among those running.
         let mut started = Instant::now();
         let (messages, turns, end, cells, tokens, outputs, trajectory) = match item {
+            Item::Rejudge(earlier) => {
+                let (old, trajectory) = *earlier;
+                self.done(task);
+                self.await_outputs_read_by(task).await;
+                let messages = trajectory.map(|t| t.messages).unwrap_or_default();
+                let verdicts = self.judge.judge(&task.index, &messages).await;
+                let headline = self.checks.pick(&verdicts).clone();
+                let record = EpisodeRecord {
+                    status: headline.status,
+                    reason: headline.reason,
+                    verdicts,
+                    ..old
+                };
+                return (record, None);
+            }
             Item::Recorded(None, file) => {
                 self.done(task);
                 let why = format!("{} has no trajectory for this task", file.display());
@@ -584,7 +638,12 @@ impl Context<'_> {
                 self.done(task);
                 let (episode, outputs) = match ran {
                     Ok(ran) => ran,
-                    Err(why) => return (not_run(task, why, EpisodeEnd::NotRun), None),
+                    Err(NotRun::Here(why)) => {
+                        return (not_run(task, why, EpisodeEnd::NotRun), None)
+                    }
+                    Err(NotRun::Harness(why)) => {
+                        return (not_run(task, why, EpisodeEnd::HarnessFailed), None)
+                    }
                 };
                 let trajectory = TrajectoryRecord {
                     messages: episode.messages.clone(),
@@ -608,13 +667,7 @@ impl Context<'_> {
                 )
             }
         };
-        // Upstream's tests that read another task's outputs wait for that task's episode.
-        if let Some(checks) = checks::table().get(&task.index) {
-            let owner = checks::reads_outputs_of(&task.index, &checks.faithful);
-            if let Some((_, done)) = self.finished.get(owner).filter(|_| owner != task.index) {
-                let _ = done.clone().wait_for(|d| *d).await;
-            }
-        }
+        self.await_outputs_read_by(task).await;
         let verdicts = self.judge.judge(&task.index, &messages).await;
         let headline = self.checks.pick(&verdicts).clone();
         let (status, reason) = if end == EpisodeEnd::ModelFailed {
@@ -641,6 +694,17 @@ impl Context<'_> {
         (record, trajectory)
     }
 
+    /// Waits, when `task`'s check reads another task's outputs (upstream's 68 and 82), until
+    /// that task's episode of this session has kept them.
+    async fn await_outputs_read_by(&self, task: &Task) {
+        if let Some(checks) = checks::table().get(&task.index) {
+            let owner = checks::reads_outputs_of(&task.index, &checks.faithful);
+            if let Some((_, done)) = self.finished.get(owner).filter(|_| owner != task.index) {
+                let _ = done.clone().wait_for(|d| *d).await;
+            }
+        }
+    }
+
     fn done(&self, task: &Task) {
         if let Some((sender, _)) = self.finished.get(&task.index) {
             let _ = sender.send(true);
@@ -654,24 +718,26 @@ impl Context<'_> {
         task: &Task,
         agent: &Agent<'_>,
         settings: &EpisodeSettings,
-    ) -> Result<(Episode, Vec<String>), String> {
+    ) -> Result<(Episode, Vec<String>), NotRun> {
         if let Some(why) = agent.lacks(task) {
-            return Err(why);
+            return Err(NotRun::Here(why));
         }
         if task.needs_internet() && !self.network {
-            return Err("the task needs the internet (run with --allow-network)".into());
+            return Err(NotRun::Here(
+                "the task needs the internet (run with --allow-network)".into(),
+            ));
         }
         let mut files = Vec::new();
         for input in self.data.inputs(task) {
             let Some(source) = &input.source else {
-                return Err(format!(
+                return Err(NotRun::Here(format!(
                     "input {} is missing from {}",
                     input.path,
                     self.data.root.display()
-                ));
+                )));
             };
-            let data =
-                std::fs::read(source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+            let data = std::fs::read(source)
+                .map_err(|e| NotRun::Here(format!("reading {}: {e}", source.display())))?;
             files.push(InputFile {
                 path: input.path.clone(),
                 data,
@@ -690,24 +756,36 @@ impl Context<'_> {
             .engine
             .open_session(spec)
             .await
-            .map_err(|e| format!("the session could not start: {e}"))?;
+            .map_err(|e| NotRun::Harness(format!("the session could not start: {e}")))?;
         let episode = run_episode(task, &session, agent, settings, |_| {}).await;
-        let kept = session.files_under(Some("output")).await;
+        let kept = session.files_under(Some("output"), OUTPUT_BYTES).await;
         session.close().await;
-        let kept = kept.map_err(|e| format!("reading the episode's outputs: {e}"))?;
+        let kept =
+            kept.map_err(|e| NotRun::Harness(format!("reading the episode's outputs: {e}")))?;
+        let names = self
+            .keep_outputs(task, kept)
+            .map_err(|e| NotRun::Harness(format!("keeping the episode's outputs: {e}")))?;
+        Ok((episode, names))
+    }
+
+    /// Writes what the episode left in `./output/` under `tasks/<index>/output/`: its folders
+    /// (empty ones too) and files; returns the files' names (a file cut at the budget says so).
+    fn keep_outputs(&self, task: &Task, kept: Tree) -> std::io::Result<Vec<String>> {
         let dir = self.out.join(TASKS_DIR).join(&task.index);
         if dir.exists() {
-            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::remove_dir_all(&dir)?;
+        }
+        std::fs::create_dir_all(dir.join("output"))?;
+        for folder in &kept.dirs {
+            std::fs::create_dir_all(dir.join(folder))?;
         }
         let mut names = Vec::new();
-        for file in kept {
+        for file in kept.files {
             let target = dir.join(&file.path);
             if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("{}: {e}", parent.display()))?;
+                std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(&target, &file.data)
-                .map_err(|e| format!("{}: {e}", target.display()))?;
+            std::fs::write(&target, &file.data)?;
             let name = file.path.trim_start_matches("output/").to_string();
             names.push(if file.truncated {
                 format!("{name} (cut at {} of {} bytes)", file.data.len(), file.size)
@@ -715,7 +793,7 @@ impl Context<'_> {
                 name
             });
         }
-        Ok((episode, names))
+        Ok(names)
     }
 
     /// Writes the figures each cell displayed under `figures/`, naming them in its record.

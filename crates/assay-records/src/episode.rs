@@ -67,6 +67,9 @@ pub enum EpisodeEnd {
     ReplayExhausted,
     /// The model could not be reached for good (the task is `infra`; a rerun asks again).
     ModelFailed,
+    /// The harness failed (a session that would not start, outputs that could not be read
+    /// back or kept): the task is `infra`, and a rerun runs it again.
+    HarnessFailed,
     /// The episode could not run here: inputs missing, the internet needed, the sandbox
     /// failed (the task is `infra`).
     NotRun,

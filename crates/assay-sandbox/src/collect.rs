@@ -41,6 +41,15 @@ fn resolve() -> ResolveFlags {
 /// Every regular file under `root/sub` (`sub` relative, one or more plain components), sorted
 /// by path.
 pub(crate) fn collect(root: &Path, sub: &str, budget: Budget) -> std::io::Result<Vec<OutputFile>> {
+    collect_tree(root, sub, budget).map(|(files, _)| files)
+}
+
+/// [`collect`], and every folder under `root/sub` (relative to it, sorted), empty ones too.
+pub(crate) fn collect_tree(
+    root: &Path,
+    sub: &str,
+    budget: Budget,
+) -> std::io::Result<(Vec<OutputFile>, Vec<String>)> {
     let root = rustix::fs::open(
         root,
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -54,10 +63,12 @@ pub(crate) fn collect(root: &Path, sub: &str, budget: Budget) -> std::io::Result
         resolve(),
     )?;
     let mut out = Vec::new();
+    let mut dirs = Vec::new();
     let mut left = budget;
-    walk(dir, "", 0, &mut left, &mut out)?;
+    walk(dir, "", 0, &mut left, &mut out, &mut dirs)?;
     out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
+    dirs.sort();
+    Ok((out, dirs))
 }
 
 fn walk(
@@ -66,6 +77,7 @@ fn walk(
     depth: usize,
     left: &mut Budget,
     out: &mut Vec<OutputFile>,
+    dirs: &mut Vec<String>,
 ) -> std::io::Result<()> {
     if depth > MAX_DEPTH {
         return Ok(());
@@ -88,7 +100,8 @@ fn walk(
             FileType::Directory => {
                 let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
                 if let Ok(sub) = openat2(&dir, raw.as_c_str(), flags, Mode::empty(), resolve()) {
-                    walk(sub, &path, depth + 1, left, out)?;
+                    dirs.push(path.clone());
+                    walk(sub, &path, depth + 1, left, out, dirs)?;
                 }
             }
             FileType::RegularFile => {

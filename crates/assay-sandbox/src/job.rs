@@ -44,6 +44,8 @@ pub struct UnittestJob {
     pub guards: bool,
     /// Files placed in the job's working directory before it starts (what a check reads).
     pub files: Vec<InputFile>,
+    /// Empty directories made in the working directory before it starts (relative, plain).
+    pub dirs: Vec<String>,
 }
 
 impl UnittestJob {
@@ -58,6 +60,7 @@ impl UnittestJob {
             env: BTreeMap::new(),
             guards: true,
             files: Vec::new(),
+            dirs: Vec::new(),
         }
     }
 }
@@ -643,11 +646,9 @@ impl Engine {
     /// Runs `job.code` and `job.test` together in one fresh module and its test class with
     /// `unittest`, as BigCodeBench's official evaluator does, and returns the verdict.
     pub async fn run_unittest(&self, job: UnittestJob) -> UnittestOutcome {
-        if let Some(bad) = job.files.iter().find(|f| !is_plain_relative(&f.path)) {
-            let reason = format!(
-                "invalid job: input path {:?} must be relative and plain",
-                bad.path
-            );
+        let paths = job.files.iter().map(|f| &f.path).chain(&job.dirs);
+        if let Some(bad) = paths.into_iter().find(|p| !is_plain_relative(p)) {
+            let reason = format!("invalid job: input path {bad:?} must be relative and plain");
             return infra(reason, unittest_outcome);
         }
         let inner = &self.inner;
@@ -658,6 +659,7 @@ impl Engine {
             "test_class": job.test_class,
             "guards": job.guards,
             "files": encode_files(&job.files),
+            "dirs": job.dirs,
         });
         let mut progress = TestLog {
             declared: declared_tests(&job.test, &job.test_class),

@@ -70,7 +70,7 @@ pub use declared::declared_tests;
 pub use engine::Engine;
 pub use job::{InputFile, ScriptJob, UnittestJob};
 pub use outcome::{ExecOutcome, OutputFile, PyError, ScriptOutcome, UnittestOutcome, Usage};
-pub use session::{Session, SessionSpec};
+pub use session::{Session, SessionSpec, Tree};
 
 /// Why the engine, or a session, could not do what was asked.
 #[derive(Debug, thiserror::Error)]

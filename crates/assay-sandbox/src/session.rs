@@ -29,6 +29,15 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// it is stuck).
 const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A folder of a session's working directory, as read back.
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    /// Its files, sorted by path.
+    pub files: Vec<OutputFile>,
+    /// Its folders, empty ones too, sorted.
+    pub dirs: Vec<String>,
+}
+
 /// How to open a [`Session`].
 #[derive(Debug, Clone)]
 pub struct SessionSpec {
@@ -342,14 +351,15 @@ impl Session {
         Ok(())
     }
 
-    /// The files now in the session's working directory.
+    /// The files now in the session's working directory (64 MiB of content at most).
     pub async fn files(&self) -> Result<Vec<OutputFile>, Error> {
-        self.files_under(None).await
+        Ok(self.files_under(None, Budget::default().bytes).await?.files)
     }
 
-    /// The files now under `dir` (relative, plain) of the working directory, or in all of it;
-    /// paths relative to the working directory.
-    pub async fn files_under(&self, dir: Option<&str>) -> Result<Vec<OutputFile>, Error> {
+    /// What is now under `dir` (relative, plain) of the working directory, or in all of it:
+    /// its files (at most `max_bytes` of content in all; a file past that comes back cut) and
+    /// its folders, empty ones too; paths relative to the working directory.
+    pub async fn files_under(&self, dir: Option<&str>, max_bytes: u64) -> Result<Tree, Error> {
         if let Some(bad) = dir.filter(|d| !is_plain_relative(d)) {
             return Err(Error::InvalidJob(format!(
                 "path {bad:?} must be relative and plain"
@@ -362,18 +372,22 @@ impl Session {
             Some(d) => format!("{workdir}/{d}"),
             None => workdir,
         };
-        let files =
-            tokio::task::spawn_blocking(move || collect::collect(&root, &sub, Budget::default()))
-                .await
-                .map_err(|e| Error::Sandbox(e.to_string()))?;
-        match files {
-            Ok(mut files) => {
+        let budget = Budget {
+            bytes: max_bytes,
+            ..Budget::default()
+        };
+        let tree = tokio::task::spawn_blocking(move || collect::collect_tree(&root, &sub, budget))
+            .await
+            .map_err(|e| Error::Sandbox(e.to_string()))?;
+        match tree {
+            Ok((mut files, dirs)) => {
                 for file in &mut files {
                     file.path = format!("{prefix}{}", file.path);
                 }
-                Ok(files)
+                let dirs = dirs.into_iter().map(|d| format!("{prefix}{d}")).collect();
+                Ok(Tree { files, dirs })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Tree::default()),
             Err(e) => Err(Error::Sandbox(format!("reading the session's files: {e}"))),
         }
     }

@@ -145,22 +145,19 @@ impl Judge<'_> {
             answer_verdict(&checks.faithful, faithful_answer),
             answer_verdict(checks.fixed(), fixed_answer),
         ];
-        let mut files = Vec::new();
+        let mut copies = Copies::default();
         let mut pending = Vec::new();
         for (slot, (name, check)) in verdicts.iter_mut().zip(named) {
             if slot.is_some() {
                 continue;
             }
-            match self.gather(index, check) {
-                Ok(gathered) => {
-                    files.extend(gathered);
-                    pending.push((name, check));
-                }
+            match self.gather(index, check, &mut copies) {
+                Ok(()) => pending.push((name, check)),
                 Err(why) => *slot = Some(verdict(Status::Infra, why)),
             }
         }
         if !pending.is_empty() {
-            let mut results = self.run_file_checks(&pending, files).await;
+            let mut results = self.run_file_checks(&pending, copies).await;
             for (slot, (name, _)) in verdicts.iter_mut().zip(named) {
                 if slot.is_none() {
                     *slot = results.remove(name);
@@ -176,39 +173,45 @@ impl Judge<'_> {
     /// The files a file check reads, copied for its job: outputs (one task's, or the task
     /// upstream's test reads instead) and reference inputs. What is missing here makes the
     /// verdict `infra`; a missing output is the check's own business (it fails).
-    fn gather(&self, index: &str, check: &Value) -> Result<Vec<InputFile>, String> {
+    fn gather(&self, index: &str, check: &Value, copies: &mut Copies) -> Result<(), String> {
         let owner = reads_outputs_of(index, check);
-        let mut files = Vec::new();
-        let mut total = 0u64;
         for path in paths_in(check) {
+            // `output/151/` names a folder: its files, and the folder even when empty.
+            let path = path.trim_end_matches('/');
             if let Some(rest) = path.strip_prefix("output/") {
                 let Some(dir) = self.outputs.dir_of(owner) else {
                     return Err(
                         "the episode's output files are not available (pass --outputs)".into(),
                     );
                 };
-                collect(&dir, rest, &path, &mut files, &mut total)?;
+                copies.add(&dir, rest, path)?;
             } else if path.starts_with("data/") {
-                let source = self.data.join(&path);
-                if !source.is_file() {
+                if !self.data.join(path).is_file() {
                     return Err(format!(
                         "the check's input {path} is missing from {}",
                         self.data.display()
                     ));
                 }
-                collect(self.data, &path, &path, &mut files, &mut total)?;
+                copies.add(self.data, path, path)?;
             }
         }
-        Ok(files)
+        Ok(())
     }
 
     async fn run_file_checks(
         &self,
         pending: &[(&str, &Value)],
-        mut files: Vec<InputFile>,
+        copies: Copies,
     ) -> BTreeMap<String, CheckVerdict> {
+        let Copies {
+            mut files,
+            mut dirs,
+            ..
+        } = copies;
         files.sort_by(|a, b| a.path.cmp(&b.path));
         files.dedup_by(|a, b| a.path == b.path);
+        dirs.sort();
+        dirs.dedup();
         let mut test =
             String::from("import json\nimport unittest\n\n\nclass TestCases(unittest.TestCase):\n");
         for (name, check) in pending {
@@ -219,6 +222,7 @@ impl Judge<'_> {
         }
         let mut job = UnittestJob::new(CHECKER, test);
         job.files = files;
+        job.dirs = dirs;
         job.guards = false;
         job.limits = Some(Limits {
             wall: CHECK_WALL,
@@ -325,51 +329,50 @@ fn paths_in(check: &Value) -> Vec<String> {
     paths
 }
 
-/// Copies `root/rel` (a file, or every file under a folder) into `files` as `as_path`;
-/// nothing when it does not exist (the check then says so).
-fn collect(
-    root: &Path,
-    rel: &str,
-    as_path: &str,
-    files: &mut Vec<InputFile>,
-    total: &mut u64,
-) -> Result<(), String> {
-    let source = root.join(rel);
-    let meta = match std::fs::symlink_metadata(&source) {
-        Ok(meta) => meta,
-        Err(_) => return Ok(()),
-    };
-    if meta.is_dir() {
-        let entries =
-            std::fs::read_dir(&source).map_err(|e| format!("reading {}: {e}", source.display()))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            collect(
-                root,
-                &format!("{rel}/{name}"),
-                &format!("{as_path}/{name}"),
-                files,
-                total,
-            )?;
+/// What a check job is given to read: files, and the folders they are in (empty ones too).
+#[derive(Default)]
+struct Copies {
+    files: Vec<InputFile>,
+    dirs: Vec<String>,
+    bytes: u64,
+}
+
+impl Copies {
+    /// Copies `root/rel` (a file, or a folder with everything under it) as `as_path`;
+    /// nothing when it does not exist (the check then says so). Links are not followed.
+    fn add(&mut self, root: &Path, rel: &str, as_path: &str) -> Result<(), String> {
+        let source = root.join(rel);
+        let Ok(meta) = std::fs::symlink_metadata(&source) else {
+            return Ok(());
+        };
+        if meta.is_dir() {
+            self.dirs.push(as_path.to_string());
+            let entries = std::fs::read_dir(&source)
+                .map_err(|e| format!("reading {}: {e}", source.display()))?;
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                self.add(root, &format!("{rel}/{name}"), &format!("{as_path}/{name}"))?;
+            }
+            return Ok(());
         }
-        return Ok(());
+        if !meta.is_file() {
+            return Ok(());
+        }
+        self.bytes += meta.len();
+        if self.bytes > CHECK_INPUT_BYTES {
+            return Err(format!(
+                "the check's files exceed {} MiB",
+                CHECK_INPUT_BYTES >> 20
+            ));
+        }
+        let data =
+            std::fs::read(&source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+        self.files.push(InputFile {
+            path: as_path.to_string(),
+            data,
+        });
+        Ok(())
     }
-    if !meta.is_file() {
-        return Ok(());
-    }
-    *total += meta.len();
-    if *total > CHECK_INPUT_BYTES {
-        return Err(format!(
-            "the check's files exceed {} MiB",
-            CHECK_INPUT_BYTES >> 20
-        ));
-    }
-    let data = std::fs::read(&source).map_err(|e| format!("reading {}: {e}", source.display()))?;
-    files.push(InputFile {
-        path: as_path.to_string(),
-        data,
-    });
-    Ok(())
 }
 
 /// The last line of a failure's detail: the assertion's message, without the traceback.
