@@ -10,6 +10,7 @@ mod generate_cmd;
 mod print;
 mod progress;
 mod pybench_cmd;
+mod report_cmd;
 mod run_cmd;
 mod sandbox_cmd;
 mod secrets;
@@ -44,6 +45,9 @@ enum Command {
     /// solutions answer: a self-check of the whole pipeline that works offline. `assay run
     /// pybench` runs an agent's PyBench episodes, then their checks.
     Run(run_cmd::RunArgs),
+    /// Compare runs: pass@k with 95% intervals, status counts, time and tokens, and each run
+    /// against a baseline (the paired difference, McNemar's test, the tasks that flipped).
+    Report(report_cmd::ReportArgs),
     /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
@@ -65,6 +69,7 @@ fn main() -> std::process::ExitCode {
             Some(run_cmd::PybenchRun::Pybench(args)) => block_on(pybench_cmd::run(args)),
             None => block_on(run_cmd::run(args)),
         },
+        Command::Report(args) => report_cmd::run(args),
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),
     };
     match result {

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+pub mod compare;
+
 /// The ks BigCodeBench reports, when the sample counts allow.
 pub const DEFAULT_KS: &[u64] = &[1, 5, 10];
 

@@ -1,0 +1,53 @@
+//! `assay report`: runs side by side, with intervals, and each against a baseline.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use assay_report::{render, report, Run};
+use clap::Args;
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Run directories (BigCodeBench or PyBench) or official `*_eval_results.json` files.
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// The run the others are compared with (default: the first). Added when not among RUNS.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: ReportArgs) -> Result<i32> {
+    let mut paths = args.runs;
+    let baseline = match args.baseline {
+        Some(base) => match paths.iter().position(|p| same(p, &base)) {
+            Some(i) => i,
+            None => {
+                paths.insert(0, base);
+                0
+            }
+        },
+        None => 0,
+    };
+    let runs = paths
+        .iter()
+        .map(|p| Run::load(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let report = report(&runs, baseline);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(0)
+}
+
+/// Whether two paths name the same run.
+fn same(a: &PathBuf, b: &PathBuf) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}

@@ -1,0 +1,267 @@
+//! Reports over run directories: how good each run is, with how much certainty, and how two
+//! runs differ, task by task.
+//!
+//! Every interval is a 95% percentile bootstrap over tasks (`assay_score::compare`: 10,000
+//! resamples from a fixed seed, so the same runs always give the same report). Two runs are
+//! compared on the tasks both judged: the difference of their pass@1 with its paired
+//! interval (tasks resampled together), and McNemar's exact test on the tasks one passes and
+//! the other fails. A task counts as passed, for the test and the lists of flipped tasks,
+//! when at least half its samples pass (with one sample per task: when it passes).
+
+pub mod source;
+mod terminal;
+
+use std::collections::BTreeMap;
+
+use assay_records::TokenUsage;
+use assay_score::compare::{bootstrap_mean, mcnemar_exact, RESAMPLES, SEED};
+use assay_score::{pass_at_k, DEFAULT_KS};
+use serde::{Deserialize, Serialize};
+
+pub use source::{Run, SourceError, TaskResult};
+pub use terminal::render;
+
+/// A figure and its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// The figure.
+    pub value: f64,
+    /// Lower bound of its interval.
+    pub low: f64,
+    /// Upper bound.
+    pub high: f64,
+}
+
+/// One run's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunFigures {
+    /// The run's name.
+    pub label: String,
+    /// The benchmark.
+    pub benchmark: String,
+    /// The prompt style (BigCodeBench).
+    pub split: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// Tasks with a sample.
+    pub tasks: usize,
+    /// Of them, with a judged sample.
+    pub judged: usize,
+    /// Tasks with only `infra` samples (set apart).
+    pub infra_tasks: usize,
+    /// Samples by status.
+    pub statuses: BTreeMap<String, u64>,
+    /// pass@k over the judged tasks, for each k every task's samples allow.
+    pub pass_at_k: BTreeMap<u64, Estimate>,
+    /// Wall time of the judging.
+    pub wall_seconds: Option<f64>,
+    /// Tokens billed.
+    pub tokens: Option<TokenUsage>,
+}
+
+/// A run against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The baseline's name.
+    pub baseline: String,
+    /// The run's name.
+    pub run: String,
+    /// Tasks both judged.
+    pub shared_tasks: usize,
+    /// The run's pass@1 minus the baseline's, over the shared tasks.
+    pub difference: Option<Estimate>,
+    /// Shared tasks the run passes and the baseline fails.
+    pub won: Vec<String>,
+    /// Shared tasks the baseline passes and the run fails.
+    pub lost: Vec<String>,
+    /// McNemar's exact two-sided p-value on `won` against `lost`.
+    pub mcnemar_p: f64,
+}
+
+/// What `assay report` says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Each run, in the order given.
+    pub runs: Vec<RunFigures>,
+    /// Each run but the baseline, against it.
+    pub comparisons: Vec<Comparison>,
+    /// How the intervals and the test are made.
+    pub method: String,
+}
+
+/// The per-task pass@k of `task`.
+fn task_pass_at(task: &TaskResult, k: u64) -> f64 {
+    pass_at_k(task.samples, task.passed, k)
+}
+
+fn estimate(values: &[f64]) -> Option<Estimate> {
+    bootstrap_mean(values, RESAMPLES, SEED).map(|(value, ci)| Estimate {
+        value,
+        low: ci.low,
+        high: ci.high,
+    })
+}
+
+/// A run's figures.
+pub fn figures(run: &Run) -> RunFigures {
+    let judged: Vec<&TaskResult> = run.judged().map(|(_, t)| t).collect();
+    let fewest = judged.iter().map(|t| t.samples).min().unwrap_or(0);
+    let pass_at_k = DEFAULT_KS
+        .iter()
+        .filter(|&&k| k <= fewest)
+        .filter_map(|&k| {
+            let values: Vec<f64> = judged.iter().map(|t| task_pass_at(t, k)).collect();
+            estimate(&values).map(|e| (k, e))
+        })
+        .collect();
+    RunFigures {
+        label: run.label.clone(),
+        benchmark: run.benchmark.clone(),
+        split: run.split.clone(),
+        model: run.model.clone(),
+        tasks: run.tasks.len(),
+        judged: judged.len(),
+        infra_tasks: run.tasks.len() - judged.len(),
+        statuses: run.statuses.clone(),
+        pass_at_k,
+        wall_seconds: run.wall_seconds,
+        tokens: run.tokens.clone(),
+    }
+}
+
+/// A run as comparisons name it: its label, its benchmark and split.
+fn name(run: &Run) -> String {
+    match &run.split {
+        Some(split) => format!("{} ({} {split})", run.label, run.benchmark),
+        None => format!("{} ({})", run.label, run.benchmark),
+    }
+}
+
+/// `run` against `baseline`, on the tasks both judged.
+pub fn compare(baseline: &Run, run: &Run) -> Comparison {
+    let shared: Vec<(&String, &TaskResult, &TaskResult)> = baseline
+        .judged()
+        .filter_map(|(id, b)| {
+            run.tasks
+                .get(id)
+                .filter(|r| r.samples > 0)
+                .map(|r| (id, b, r))
+        })
+        .collect();
+    let differences: Vec<f64> = shared
+        .iter()
+        .map(|(_, b, r)| task_pass_at(r, 1) - task_pass_at(b, 1))
+        .collect();
+    let passes = |t: &TaskResult| task_pass_at(t, 1) >= 0.5;
+    let won: Vec<String> = shared
+        .iter()
+        .filter(|(_, b, r)| passes(r) && !passes(b))
+        .map(|(id, _, _)| id.to_string())
+        .collect();
+    let lost: Vec<String> = shared
+        .iter()
+        .filter(|(_, b, r)| passes(b) && !passes(r))
+        .map(|(id, _, _)| id.to_string())
+        .collect();
+    Comparison {
+        baseline: name(baseline),
+        run: name(run),
+        shared_tasks: shared.len(),
+        difference: estimate(&differences),
+        mcnemar_p: mcnemar_exact(won.len() as u64, lost.len() as u64),
+        won,
+        lost,
+    }
+}
+
+/// The report over `runs`, each compared with `runs[baseline]`.
+pub fn report(runs: &[Run], baseline: usize) -> Report {
+    let comparisons = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != baseline)
+        .map(|(_, run)| compare(&runs[baseline], run))
+        .collect();
+    Report {
+        runs: runs.iter().map(figures).collect(),
+        comparisons,
+        method: format!(
+            "95% percentile bootstrap over tasks ({RESAMPLES} resamples, seed {SEED}); paired \
+             differences resample tasks together; McNemar's exact test on tasks passed by one \
+             run only (a task passes when at least half its samples do)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn run(label: &str, tasks: &[(&str, u64, u64)]) -> Run {
+        Run {
+            label: label.into(),
+            path: PathBuf::from(label),
+            benchmark: "bigcodebench".into(),
+            split: Some("complete".into()),
+            model: None,
+            tasks: tasks
+                .iter()
+                .map(|(id, n, c)| {
+                    (
+                        id.to_string(),
+                        TaskResult {
+                            samples: *n,
+                            passed: *c,
+                            infra: 0,
+                        },
+                    )
+                })
+                .collect(),
+            statuses: BTreeMap::new(),
+            wall_seconds: None,
+            tokens: None,
+        }
+    }
+
+    #[test]
+    fn figures_and_a_paired_comparison() {
+        let a = run(
+            "a",
+            &[("t1", 1, 1), ("t2", 1, 0), ("t3", 1, 1), ("t4", 1, 0)],
+        );
+        let mut b = run(
+            "b",
+            &[("t1", 1, 1), ("t2", 1, 1), ("t3", 1, 0), ("t4", 1, 1)],
+        );
+        b.tasks.insert(
+            "t5".into(),
+            TaskResult {
+                samples: 0,
+                passed: 0,
+                infra: 1,
+            },
+        );
+        let f = figures(&b);
+        assert_eq!((f.tasks, f.judged, f.infra_tasks), (5, 4, 1));
+        assert_eq!(f.pass_at_k[&1].value, 0.75);
+        let c = compare(&a, &b);
+        assert_eq!(c.shared_tasks, 4);
+        assert_eq!(
+            (c.won.clone(), c.lost.clone()),
+            (vec!["t2".to_string(), "t4".into()], vec!["t3".to_string()])
+        );
+        assert_eq!(c.difference.unwrap().value, 0.25);
+        assert_eq!(c.mcnemar_p, 1.0); // binomtest(1, 3) = 1.0
+        let r = report(&[a, b], 0);
+        assert_eq!(r.comparisons.len(), 1);
+    }
+
+    #[test]
+    fn pass_at_k_needs_enough_samples_on_every_task() {
+        let r = run("r", &[("t1", 5, 2), ("t2", 10, 0)]);
+        let f = figures(&r);
+        assert_eq!(f.pass_at_k.keys().copied().collect::<Vec<_>>(), [1, 5]);
+        assert!((f.pass_at_k[&1].value - 0.2).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,325 @@
+//! Reading what a report compares: assay run directories (BigCodeBench evaluations and runs,
+//! PyBench runs and evaluations) and the official harness's `*_eval_results.json` files, into
+//! one shape: per task, how many samples were judged and how many passed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use assay_records::{
+    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TokenUsage,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Why a run cannot be read. Every message names the file, and the line where there is one.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The file system refused.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The content is not what it should be.
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1 (0: the file as a whole).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One task's outcome in a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    /// Samples judged (`infra` set apart).
+    pub samples: u64,
+    /// Of them, passed.
+    pub passed: u64,
+    /// Samples set apart as `infra`.
+    pub infra: u64,
+}
+
+/// A run, as a report compares it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// What the report calls it: the directory's or the file's name.
+    pub label: String,
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// `bigcodebench`, `bigcodebench-hard`, `pybench`, or `bigcodebench (official file)`.
+    pub benchmark: String,
+    /// `complete` or `instruct` (BigCodeBench).
+    pub split: Option<String>,
+    /// The model, when the run says.
+    pub model: Option<String>,
+    /// Every task the run has a sample of, by id.
+    pub tasks: BTreeMap<String, TaskResult>,
+    /// Samples by status (`pass`, `fail`, `error`, `timeout`, `oom`, `infra`).
+    pub statuses: BTreeMap<String, u64>,
+    /// Wall time of the judging, when the run kept it.
+    pub wall_seconds: Option<f64>,
+    /// Tokens billed for the answers, when the run asked a model.
+    pub tokens: Option<TokenUsage>,
+}
+
+impl Run {
+    /// Reads a run directory (it has a `manifest.json`) or an official results file.
+    pub fn load(path: &Path) -> Result<Run, SourceError> {
+        if path.is_dir() {
+            return load_dir(path);
+        }
+        load_official(path)
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SourceError + '_ {
+    move |source| SourceError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn invalid(path: &Path, line: usize, message: impl Into<String>) -> SourceError {
+    SourceError::Invalid {
+        path: path.to_path_buf(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// The records of a JSON-lines file; a missing file has none.
+fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SourceError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(path)(e)),
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(n, line)| {
+            serde_json::from_str(line)
+                .map_err(|e| invalid(path, n + 1, format!("not a valid record: {e}")))
+        })
+        .collect()
+}
+
+fn label_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+fn load_dir(dir: &Path) -> Result<Run, SourceError> {
+    let manifest_path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&manifest_path).map_err(io(&manifest_path))?;
+    let manifest: Manifest = serde_json::from_str(&text)
+        .map_err(|e| invalid(&manifest_path, e.line(), format!("not a manifest: {e}")))?;
+    let identity = &manifest.identity;
+    let mut run = Run {
+        label: label_of(dir),
+        path: dir.to_path_buf(),
+        benchmark: identity.benchmark.clone().unwrap_or_default(),
+        split: identity.split.clone(),
+        model: identity.model.clone(),
+        tasks: BTreeMap::new(),
+        statuses: BTreeMap::new(),
+        wall_seconds: read_wall_seconds(&dir.join("summary.json")),
+        tokens: None,
+    };
+    let results = dir.join("results.jsonl");
+    match manifest.kind {
+        Kind::PybenchRun | Kind::PybenchEval => {
+            let records: Vec<EpisodeRecord> = read_lines(&results)?;
+            let mut tokens = TokenUsage::default();
+            for record in &records {
+                run.add(&record.task_id, record.status);
+                tokens += &record.tokens;
+            }
+            run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
+        }
+        _ => {
+            let records: Vec<SampleRecord> = read_lines(&results)?;
+            for record in &records {
+                run.add(&record.task_id, record.status);
+            }
+            let generation: Vec<GenerationRecord> = read_lines(&dir.join("generation.jsonl"))?;
+            let mut tokens = TokenUsage::default();
+            for record in &generation {
+                tokens += &record.usage;
+            }
+            run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
+        }
+    }
+    Ok(run)
+}
+
+fn read_wall_seconds(path: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str::<Value>(&text).ok()?["wall_seconds"].as_f64()
+}
+
+/// The official harness's `*_eval_results.json`: `{"date", "eval": {task_id: [{"status"}]}}`.
+fn load_official(path: &Path) -> Result<Run, SourceError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let doc: Value = serde_json::from_str(&text)
+        .map_err(|e| invalid(path, e.line(), format!("not JSON: {e}")))?;
+    let Some(eval) = doc["eval"].as_object() else {
+        return Err(invalid(
+            path,
+            0,
+            "no `eval` object: not an assay run directory or an official *_eval_results.json",
+        ));
+    };
+    let name = label_of(path);
+    let split = ["complete", "instruct"]
+        .into_iter()
+        .find(|s| name.contains(&format!("-{s}")))
+        .map(str::to_string);
+    let mut run = Run {
+        // `MODEL--bigcodebench-[hard-]SPLIT--...`: the model; the benchmark column says the rest.
+        label: name
+            .split("--bigcodebench")
+            .next()
+            .unwrap_or(&name)
+            .trim_end_matches("_eval_results.json")
+            .to_string(),
+        path: path.to_path_buf(),
+        benchmark: if name.contains("-hard-") {
+            "bigcodebench-hard".into()
+        } else {
+            "bigcodebench".into()
+        },
+        split,
+        model: name.split("--").next().map(str::to_string),
+        tasks: BTreeMap::new(),
+        statuses: BTreeMap::new(),
+        wall_seconds: None,
+        tokens: None,
+    };
+    for (task_id, samples) in eval {
+        let Some(samples) = samples.as_array() else {
+            return Err(invalid(path, 0, format!("`eval.{task_id}` is not a list")));
+        };
+        for sample in samples {
+            let status = match sample["status"].as_str() {
+                Some("pass") => Status::Pass,
+                Some("timeout") => Status::Timeout,
+                Some("fail") => Status::Fail,
+                other => {
+                    return Err(invalid(
+                        path,
+                        0,
+                        format!("`eval.{task_id}`: unknown status {other:?}"),
+                    ))
+                }
+            };
+            run.add(task_id, status);
+        }
+    }
+    Ok(run)
+}
+
+impl Run {
+    fn add(&mut self, task_id: &str, status: Status) {
+        *self
+            .statuses
+            .entry(status.as_str().to_string())
+            .or_default() += 1;
+        let task = self.tasks.entry(task_id.to_string()).or_default();
+        match status {
+            Status::Infra => task.infra += 1,
+            Status::Pass => {
+                task.samples += 1;
+                task.passed += 1;
+            }
+            _ => task.samples += 1,
+        }
+    }
+
+    /// The tasks with at least one judged sample.
+    pub fn judged(&self) -> impl Iterator<Item = (&String, &TaskResult)> {
+        self.tasks.iter().filter(|(_, t)| t.samples > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_records::{CheckVerdict, EpisodeEnd, Identity, Manifest, Verdicts};
+
+    fn write_dir(kind: Kind, lines: &[String]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let identity = Identity {
+            benchmark: Some("pybench".into()),
+            model: Some("openai:m".into()),
+            ..Identity::default()
+        };
+        std::fs::write(
+            dir.path().join("manifest.json"),
+            serde_json::to_string(&Manifest::new(kind, identity)).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("results.jsonl"), lines.join("\n") + "\n").unwrap();
+        std::fs::write(dir.path().join("summary.json"), r#"{"wall_seconds": 12.5}"#).unwrap();
+        dir
+    }
+
+    #[test]
+    fn pybench_directories_read_as_one_sample_per_task() {
+        let episode = |id: &str, status: Status| {
+            let verdict = CheckVerdict {
+                status,
+                reason: String::new(),
+            };
+            serde_json::to_string(&EpisodeRecord {
+                task_id: id.into(),
+                category: None,
+                status,
+                reason: String::new(),
+                verdicts: Verdicts {
+                    faithful: verdict.clone(),
+                    fixed: verdict,
+                },
+                turns: 2,
+                end: EpisodeEnd::Answered,
+                cells: vec![],
+                tokens: TokenUsage {
+                    prompt_tokens: 100,
+                    completion_tokens: 10,
+                },
+                seconds: 1.0,
+                outputs: vec![],
+            })
+            .unwrap()
+        };
+        let dir = write_dir(
+            Kind::PybenchRun,
+            &[
+                episode("PyBench/2", Status::Pass),
+                episode("PyBench/3", Status::Fail),
+                episode("PyBench/13", Status::Infra),
+            ],
+        );
+        let run = Run::load(dir.path()).unwrap();
+        assert_eq!(run.benchmark, "pybench");
+        assert_eq!(run.judged().count(), 2);
+        assert_eq!(run.tasks["PyBench/13"].infra, 1);
+        assert_eq!(run.wall_seconds, Some(12.5));
+        assert_eq!(run.tokens.unwrap().prompt_tokens, 300);
+    }
+
+    #[test]
+    fn a_damaged_record_is_named_by_file_and_line() {
+        let dir = write_dir(Kind::BigcodebenchEval, &["{}".to_string()]);
+        let err = Run::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("results.jsonl:1: not a valid record"), "{err}");
+    }
+}
