@@ -80,6 +80,46 @@ fn official_results_compare_with_intervals_and_a_paired_test() {
 }
 
 #[test]
+fn many_runs_make_a_leaderboard_with_elo() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = official("checkpoint-200").parent().unwrap().to_path_buf();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with("_eval_results.json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 4);
+    let out = assay_command(dir.path())
+        .args(["report", "--json"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let board = &report["leaderboard"];
+    assert_eq!(
+        board["columns"],
+        serde_json::json!(["complete hard", "instruct hard"])
+    );
+    let rows = board["rows"].as_array().unwrap();
+    let models: Vec<&str> = rows.iter().map(|r| r["model"].as_str().unwrap()).collect();
+    assert_eq!(
+        models,
+        ["checkpoint-200", "checkpoint-400"],
+        "the better model first"
+    );
+    assert_eq!(rows[0]["pass_at_1"]["complete hard"], 0.18243243243243243);
+    let elo = |i: usize, k: &str| rows[i]["elo"][k].as_f64().unwrap();
+    assert!(
+        (elo(0, "value") + elo(1, "value") - 2000.0).abs() < 1e-6,
+        "centred on 1000"
+    );
+    assert!(elo(0, "low") < elo(0, "value") && elo(0, "value") < elo(0, "high"));
+}
+
+#[test]
 fn bad_input_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let bogus = dir.path().join("bogus.json");

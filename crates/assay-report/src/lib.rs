@@ -15,11 +15,15 @@ use std::collections::BTreeMap;
 
 use assay_records::TokenUsage;
 use assay_score::compare::{bootstrap_mean, mcnemar_exact, RESAMPLES, SEED};
+use assay_score::elo::ratings;
 use assay_score::{pass_at_k, DEFAULT_KS};
 use serde::{Deserialize, Serialize};
 
 pub use source::{Run, SourceError, TaskResult};
 pub use terminal::render;
+
+/// Bootstrap resamples of the Elo ratings (each one a full fit).
+const ELO_RESAMPLES: usize = 1_000;
 
 /// A figure and its 95% interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -85,8 +89,32 @@ pub struct Report {
     pub runs: Vec<RunFigures>,
     /// Each run but the baseline, against it.
     pub comparisons: Vec<Comparison>,
+    /// One row per model over BigCodeBench's settings, with Elo ratings, when the runs hold
+    /// two models or more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaderboard: Option<Leaderboard>,
     /// How the intervals and the test are made.
     pub method: String,
+}
+
+/// The leaderboard view of the BigCodeBench paper and site.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Leaderboard {
+    /// The settings, as columns: `complete`/`instruct` × `full`/`hard`, those present.
+    pub columns: Vec<String>,
+    /// One row per model, by rating.
+    pub rows: Vec<LeaderRow>,
+}
+
+/// A model's row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaderRow {
+    /// The model.
+    pub model: String,
+    /// pass@1 per setting it was run on.
+    pub pass_at_1: BTreeMap<String, f64>,
+    /// Its Elo rating from task-level battles, with a 95% bootstrap interval over tasks.
+    pub elo: Estimate,
 }
 
 /// The per-task pass@k of `task`.
@@ -185,12 +213,93 @@ pub fn report(runs: &[Run], baseline: usize) -> Report {
     Report {
         runs: runs.iter().map(figures).collect(),
         comparisons,
+        leaderboard: leaderboard(runs),
         method: format!(
             "95% percentile bootstrap over tasks ({RESAMPLES} resamples, seed {SEED}); paired \
              differences resample tasks together; McNemar's exact test on tasks passed by one \
              run only (a task passes when at least half its samples do)"
         ),
     }
+}
+
+/// A BigCodeBench run's setting: `complete full`, `instruct hard`...
+fn setting(run: &Run) -> Option<String> {
+    let subset = match run.benchmark.as_str() {
+        "bigcodebench" => "full",
+        "bigcodebench-hard" => "hard",
+        _ => return None,
+    };
+    Some(format!(
+        "{} {subset}",
+        run.split.as_deref().unwrap_or("complete")
+    ))
+}
+
+/// The leaderboard over the BigCodeBench runs, when they hold two models or more: each
+/// model's pass@1 per setting (its first run there), and Elo ratings from battles on every
+/// task of every setting between the models judged on it.
+fn leaderboard(runs: &[Run]) -> Option<Leaderboard> {
+    let mut cells: BTreeMap<(String, String), &Run> = BTreeMap::new();
+    for run in runs {
+        if let Some(setting) = setting(run) {
+            let model = run.model.clone().unwrap_or_else(|| run.label.clone());
+            cells.entry((model, setting)).or_insert(run);
+        }
+    }
+    let mut models: Vec<String> = cells.keys().map(|(m, _)| m.clone()).collect();
+    models.dedup();
+    if models.len() < 2 {
+        return None;
+    }
+    let order = [
+        "complete full",
+        "instruct full",
+        "complete hard",
+        "instruct hard",
+    ];
+    let columns: Vec<String> = order
+        .iter()
+        .filter(|c| cells.keys().any(|(_, s)| s == *c))
+        .map(|c| c.to_string())
+        .collect();
+    // One battle ground per (setting, task): whether each model passed it there.
+    let mut grounds: BTreeMap<(String, String), Vec<Option<bool>>> = BTreeMap::new();
+    for ((model, setting), run) in &cells {
+        let index = models.iter().position(|m| m == model).expect("listed");
+        for (task, result) in run.judged() {
+            let ground = grounds
+                .entry((setting.clone(), task.clone()))
+                .or_insert_with(|| vec![None; models.len()]);
+            ground[index] = Some(task_pass_at(result, 1) >= 0.5);
+        }
+    }
+    let tasks: Vec<Vec<Option<bool>>> = grounds.into_values().collect();
+    let rated = ratings(models.len(), &tasks, ELO_RESAMPLES, SEED);
+    let mut rows: Vec<LeaderRow> = models
+        .iter()
+        .zip(rated)
+        .map(|(model, (rating, ci))| LeaderRow {
+            model: model.clone(),
+            pass_at_1: cells
+                .iter()
+                .filter(|((m, _), _)| m == model)
+                .map(|((_, s), run)| {
+                    let values: Vec<f64> = run.judged().map(|(_, t)| task_pass_at(t, 1)).collect();
+                    (
+                        s.clone(),
+                        values.iter().sum::<f64>() / values.len().max(1) as f64,
+                    )
+                })
+                .collect(),
+            elo: Estimate {
+                value: rating,
+                low: ci.low,
+                high: ci.high,
+            },
+        })
+        .collect();
+    rows.sort_by(|a, b| b.elo.value.total_cmp(&a.elo.value));
+    Some(Leaderboard { columns, rows })
 }
 
 #[cfg(test)]
@@ -253,8 +362,19 @@ mod tests {
         );
         assert_eq!(c.difference.unwrap().value, 0.25);
         assert_eq!(c.mcnemar_p, 1.0); // binomtest(1, 3) = 1.0
-        let r = report(&[a, b], 0);
+        let same = |r: &Run| Run {
+            model: Some("m1".into()),
+            ..r.clone()
+        };
+        let r = report(&[same(&a), same(&b)], 0);
         assert_eq!(r.comparisons.len(), 1);
+        assert!(r.leaderboard.is_none(), "one model");
+        let mut other = b.clone();
+        other.model = Some("m2".into());
+        let board = report(&[a, other], 0).leaderboard.unwrap();
+        assert_eq!(board.columns, ["complete full"]);
+        assert_eq!(board.rows.len(), 2);
+        assert_eq!(board.rows[0].model, "m2", "the better model first");
     }
 
     #[test]

@@ -127,6 +127,40 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "  now failing: {}", listed(&c.lost));
         }
     }
+    if let Some(board) = &report.leaderboard {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "leaderboard (pass@1; Elo from task-level battles, 95% bootstrap interval over tasks):"
+        );
+        let width = board
+            .rows
+            .iter()
+            .map(|r| r.model.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        let mut header = format!("{:<width$}", "model");
+        for column in &board.columns {
+            let _ = write!(header, "  {column:>13}");
+        }
+        let _ = writeln!(out, "{header}  {:>20}", "Elo");
+        for row in &board.rows {
+            let mut line = format!("{:<width$}", row.model);
+            for column in &board.columns {
+                let cell = row
+                    .pass_at_1
+                    .get(column)
+                    .map_or("-".into(), |v| format!("{v:.4}"));
+                let _ = write!(line, "  {cell:>13}");
+            }
+            let elo = format!(
+                "{:.0} [{:.0}, {:.0}]",
+                row.elo.value, row.elo.low, row.elo.high
+            );
+            let _ = writeln!(out, "{line}  {elo:>20}");
+        }
+    }
     let _ = writeln!(out);
     let _ = writeln!(out, "intervals: {}", report.method);
     out

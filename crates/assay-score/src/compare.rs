@@ -43,7 +43,7 @@ pub fn bootstrap_mean(values: &[f64], resamples: usize, seed: u64) -> Option<(f6
 
 /// The `q`th percentile of sorted `values`, interpolated linearly between the order statistics
 /// around it (numpy's default).
-fn percentile(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], q: f64) -> f64 {
     let position = q / 100.0 * (sorted.len() - 1) as f64;
     let below = position.floor() as usize;
     let above = position.ceil() as usize;

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 pub mod compare;
+pub mod elo;
 
 /// The ks BigCodeBench reports, when the sample counts allow.
 pub const DEFAULT_KS: &[u64] = &[1, 5, 10];
