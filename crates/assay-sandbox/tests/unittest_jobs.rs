@@ -415,10 +415,21 @@ fn budgets(cpu: f64, waiting: f64) -> std::collections::BTreeMap<String, TestBud
         .collect()
 }
 
-/// `task_func` computing (a busy loop) for `seconds_on_three` seconds in the third test.
+/// `task_func` computing (a busy loop) for `seconds_on_three` seconds of CPU time in the third
+/// test: the same work however busy the machine is.
 fn spinner(seconds_on_three: f64) -> String {
+    busy_loop("process_time", seconds_on_three)
+}
+
+/// `task_func` in a busy loop for `seconds_on_three` seconds of wall-clock time in the third
+/// test, however little CPU it gets meanwhile.
+fn wall_spinner(seconds_on_three: f64) -> String {
+    busy_loop("monotonic", seconds_on_three)
+}
+
+fn busy_loop(clock: &str, seconds_on_three: f64) -> String {
     format!(
-        "import time\ndef task_func(x):\n    if x == 3:\n        end = time.monotonic() + {seconds_on_three}\n        while time.monotonic() < end:\n            pass\n    return x\n"
+        "import time\ndef task_func(x):\n    if x == 3:\n        end = time.{clock}() + {seconds_on_three}\n        while time.{clock}() < end:\n            pass\n    return x\n"
     )
 }
 
@@ -531,7 +542,7 @@ fn a_test_starved_of_cpu_is_not_waiting() {
     // its slots. Its 2 s of spinning must not run down a 1 s waiting budget. The quota needs
     // a cgroup per job: without one this would pass without having checked anything.
     common::require_cgroup_per_job(&engine, "to starve the job with");
-    let mut j = job(&spinner(2.0), THREE_TESTS);
+    let mut j = job(&wall_spinner(2.0), THREE_TESTS);
     j.limits = Some(Limits {
         cpus: 0.05,
         ..common::limits(60)
