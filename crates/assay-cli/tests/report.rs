@@ -62,6 +62,37 @@ fn official_results_compare_with_intervals_and_a_paired_test() {
     assert!((d["value"].as_f64().unwrap() - (pass1(1) - pass1(0))).abs() < 1e-12);
     assert!(d["high"].as_f64().unwrap() < 0.0, "a significant drop: {d}");
 
+    // pass@1 per domain, computed here from the dataset's libraries and the file's verdicts.
+    let dataset = assay_tasks::bigcodebench::Dataset::embedded(
+        "v0.1.4",
+        assay_tasks::bigcodebench::Subset::Hard,
+    )
+    .unwrap();
+    let mut per_domain: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+    for task in &dataset.tasks {
+        let mut domains: Vec<&str> = task
+            .libs
+            .iter()
+            .filter_map(|l| assay_tasks::bigcodebench::domain(l))
+            .collect();
+        domains.sort();
+        domains.dedup();
+        for d in domains {
+            let entry = per_domain.entry(d).or_default();
+            entry.0 += 1;
+            entry.1 += usize::from(a.contains(&task.task_id));
+        }
+    }
+    for (domain, (tasks, passed)) in per_domain {
+        let figure = &runs[0]["by_group"][domain];
+        assert_eq!(figure["tasks"], tasks, "{domain}");
+        let want = passed as f64 / tasks as f64;
+        assert!(
+            (figure["pass_at_1"].as_f64().unwrap() - want).abs() < 1e-12,
+            "{domain}"
+        );
+    }
+
     // The terminal table, with the later run as the baseline.
     let table = assay_command(dir.path())
         .arg("report")

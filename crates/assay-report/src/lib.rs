@@ -57,10 +57,22 @@ pub struct RunFigures {
     pub statuses: BTreeMap<String, u64>,
     /// pass@k over the judged tasks, for each k every task's samples allow.
     pub pass_at_k: BTreeMap<u64, Estimate>,
+    /// pass@1 per group (BigCodeBench domain, PyBench category) over its judged tasks; a task
+    /// counts in every domain of its libraries.
+    pub by_group: BTreeMap<String, GroupFigure>,
     /// Wall time of the judging.
     pub wall_seconds: Option<f64>,
     /// Tokens billed.
     pub tokens: Option<TokenUsage>,
+}
+
+/// A group's figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupFigure {
+    /// Judged tasks in the group.
+    pub tasks: usize,
+    /// Their mean pass@1.
+    pub pass_at_1: f64,
 }
 
 /// A run against the baseline.
@@ -142,6 +154,26 @@ pub fn figures(run: &Run) -> RunFigures {
             estimate(&values).map(|e| (k, e))
         })
         .collect();
+    let mut groups: BTreeMap<String, (usize, f64)> = BTreeMap::new();
+    for (id, task) in run.judged() {
+        for group in run.groups.get(id).into_iter().flatten() {
+            let entry = groups.entry(group.clone()).or_default();
+            entry.0 += 1;
+            entry.1 += task_pass_at(task, 1);
+        }
+    }
+    let by_group = groups
+        .into_iter()
+        .map(|(g, (tasks, sum))| {
+            (
+                g,
+                GroupFigure {
+                    tasks,
+                    pass_at_1: sum / tasks as f64,
+                },
+            )
+        })
+        .collect();
     RunFigures {
         label: run.label.clone(),
         benchmark: run.benchmark.clone(),
@@ -152,6 +184,7 @@ pub fn figures(run: &Run) -> RunFigures {
         infra_tasks: run.tasks.len() - judged.len(),
         statuses: run.statuses.clone(),
         pass_at_k,
+        by_group,
         wall_seconds: run.wall_seconds,
         tokens: run.tokens.clone(),
     }
@@ -327,6 +360,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            groups: BTreeMap::new(),
             statuses: BTreeMap::new(),
             wall_seconds: None,
             tokens: None,

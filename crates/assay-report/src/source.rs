@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use assay_records::{
     EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TokenUsage,
 };
+use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -61,6 +62,9 @@ pub struct Run {
     pub model: Option<String>,
     /// Every task the run has a sample of, by id.
     pub tasks: BTreeMap<String, TaskResult>,
+    /// The groups each task counts in: BigCodeBench's domains of its libraries, PyBench's
+    /// paper category.
+    pub groups: BTreeMap<String, Vec<String>>,
     /// Samples by status (`pass`, `fail`, `error`, `timeout`, `oom`, `infra`).
     pub statuses: BTreeMap<String, u64>,
     /// Wall time of the judging, when the run kept it.
@@ -130,6 +134,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         split: identity.split.clone(),
         model: identity.model.clone(),
         tasks: BTreeMap::new(),
+        groups: BTreeMap::new(),
         statuses: BTreeMap::new(),
         wall_seconds: read_wall_seconds(&dir.join("summary.json")),
         tokens: None,
@@ -142,6 +147,10 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
             for record in &records {
                 run.add(&record.task_id, record.status);
                 tokens += &record.tokens;
+                if let Some(category) = &record.category {
+                    run.groups
+                        .insert(record.task_id.clone(), vec![category.clone()]);
+                }
             }
             run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
         }
@@ -150,6 +159,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
             for record in &records {
                 run.add(&record.task_id, record.status);
             }
+            run.groups = domains(identity.dataset.as_deref(), run.tasks.keys());
             let generation: Vec<GenerationRecord> = read_lines(&dir.join("generation.jsonl"))?;
             let mut tokens = TokenUsage::default();
             for record in &generation {
@@ -159,6 +169,34 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         }
     }
     Ok(run)
+}
+
+/// The domains of each BigCodeBench task's libraries, from the embedded dataset of `version`
+/// (the default one when it is not an embedded version).
+fn domains<'a>(
+    version: Option<&str>,
+    tasks: impl Iterator<Item = &'a String>,
+) -> BTreeMap<String, Vec<String>> {
+    let version = version
+        .filter(|v| VERSIONS.contains(v))
+        .unwrap_or(VERSIONS[0]);
+    let Ok(dataset) = Dataset::embedded(version, Subset::Full) else {
+        return BTreeMap::new();
+    };
+    tasks
+        .filter_map(|id| {
+            let task = dataset.get(id)?;
+            let mut found: Vec<String> = task
+                .libs
+                .iter()
+                .filter_map(|lib| domain(lib))
+                .map(str::to_string)
+                .collect();
+            found.sort();
+            found.dedup();
+            Some((id.clone(), found))
+        })
+        .collect()
 }
 
 fn read_wall_seconds(path: &Path) -> Option<f64> {
@@ -200,10 +238,12 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         split,
         model: name.split("--").next().map(str::to_string),
         tasks: BTreeMap::new(),
+        groups: BTreeMap::new(),
         statuses: BTreeMap::new(),
         wall_seconds: None,
         tokens: None,
     };
+    run.groups = domains(None, eval.keys());
     for (task_id, samples) in eval {
         let Some(samples) = samples.as_array() else {
             return Err(invalid(path, 0, format!("`eval.{task_id}` is not a list")));
@@ -281,7 +321,7 @@ mod tests {
             };
             serde_json::to_string(&EpisodeRecord {
                 task_id: id.into(),
-                category: None,
+                category: Some("chart_analysis".into()),
                 status,
                 reason: String::new(),
                 verdicts: Verdicts {
@@ -314,6 +354,7 @@ mod tests {
         assert_eq!(run.tasks["PyBench/13"].infra, 1);
         assert_eq!(run.wall_seconds, Some(12.5));
         assert_eq!(run.tokens.unwrap().prompt_tokens, 300);
+        assert_eq!(run.groups["PyBench/3"], ["chart_analysis"]);
     }
 
     #[test]

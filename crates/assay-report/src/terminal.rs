@@ -95,6 +95,35 @@ pub fn render(report: &Report) -> String {
             .collect();
         let _ = writeln!(out, "{:<width$}  samples: {}", "", statuses.join(", "));
     }
+    let groups: std::collections::BTreeSet<&String> =
+        report.runs.iter().flat_map(|r| r.by_group.keys()).collect();
+    if !groups.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "pass@1 by BigCodeBench domain / PyBench category (judged tasks in it):"
+        );
+        let gw = groups.iter().map(|g| g.len()).max().unwrap_or(5);
+        let mut header = format!("{:<gw$}", "");
+        for (i, _) in report.runs.iter().enumerate() {
+            let _ = write!(header, "  {:>14}", format!("run {}", i + 1));
+        }
+        let _ = writeln!(out, "{header}");
+        for group in groups {
+            let mut line = format!("{group:<gw$}");
+            for run in &report.runs {
+                let cell = run
+                    .by_group
+                    .get(group)
+                    .map_or("-".into(), |f| format!("{:.4} ({})", f.pass_at_1, f.tasks));
+                let _ = write!(line, "  {cell:>14}");
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        for (i, run) in report.runs.iter().enumerate() {
+            let _ = writeln!(out, "  run {}: {}", i + 1, run.label);
+        }
+    }
     for c in &report.comparisons {
         let _ = writeln!(out);
         if c.shared_tasks == 0 {

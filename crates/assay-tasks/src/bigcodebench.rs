@@ -96,6 +96,21 @@ pub struct Dataset {
     pub digest: String,
 }
 
+/// The paper's domain of a library the tasks use (`numpy` → `Computation`): one of
+/// Computation, Cryptography, General, Network, System, Time, Visualization
+/// (`data/lib2domain.json`, from the official repository's analysis).
+pub fn domain(library: &str) -> Option<&'static str> {
+    static DOMAINS: std::sync::OnceLock<std::collections::BTreeMap<String, String>> =
+        std::sync::OnceLock::new();
+    DOMAINS
+        .get_or_init(|| {
+            serde_json::from_str(include_str!("../data/lib2domain.json"))
+                .expect("the embedded domain map is a JSON object of strings")
+        })
+        .get(library)
+        .map(String::as_str)
+}
+
 /// The ids of the Hard subset.
 pub fn hard_task_ids() -> HashSet<String> {
     serde_json::from_str(HARD_IDS).expect("the embedded Hard id list is a JSON array of strings")
@@ -281,6 +296,19 @@ fn parse_list_literal(literal: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_library_of_every_task_has_a_domain() {
+        let dataset = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
+        for task in &dataset.tasks {
+            for lib in &task.libs {
+                assert!(domain(lib).is_some(), "{}: {lib}", task.task_id);
+            }
+        }
+        assert_eq!(domain("numpy"), Some("Computation"));
+        assert_eq!(domain("hashlib"), Some("Cryptography"));
+        assert_eq!(domain("no-such-library"), None);
+    }
     use std::io::Write;
 
     #[test]
