@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
-use assay_report::{render, report, Run};
+use anyhow::{Context, Result};
+use assay_report::{html, render, report, Run};
 use clap::Args;
 
 #[derive(Args)]
@@ -17,6 +17,9 @@ pub struct ReportArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write the report as one self-contained HTML file (charts inline, nothing fetched).
+    #[arg(long)]
+    pub html: Option<PathBuf>,
 }
 
 pub fn run(args: ReportArgs) -> Result<i32> {
@@ -36,6 +39,11 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         .map(|p| Run::load(p))
         .collect::<Result<Vec<_>, _>>()?;
     let report = report(&runs, baseline);
+    if let Some(path) = &args.html {
+        std::fs::write(path, html(&report, &runs))
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("assay: wrote {}", path.display());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -8,6 +8,7 @@
 //! the other fails. A task counts as passed, for the test and the lists of flipped tasks,
 //! when at least half its samples pass (with one sample per task: when it passes).
 
+mod html;
 pub mod source;
 mod terminal;
 
@@ -19,7 +20,8 @@ use assay_score::elo::ratings;
 use assay_score::{pass_at_k, DEFAULT_KS};
 use serde::{Deserialize, Serialize};
 
-pub use source::{Run, SourceError, TaskResult};
+pub use html::{escape, html};
+pub use source::{Failure, Run, SourceError, TaskResult};
 pub use terminal::render;
 
 /// Bootstrap resamples of the Elo ratings (each one a full fit).
@@ -364,6 +366,7 @@ mod tests {
             statuses: BTreeMap::new(),
             wall_seconds: None,
             tokens: None,
+            failures: Vec::new(),
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TokenUsage,
+    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TestResult, TokenUsage,
 };
 use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -47,6 +47,21 @@ pub struct TaskResult {
     pub infra: u64,
 }
 
+/// A sample that did not pass, as a report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    /// Its task.
+    pub task_id: String,
+    /// Its status (`fail`, `error`, `timeout`...).
+    pub status: String,
+    /// The code that ran (empty when the run did not keep it).
+    pub code: String,
+    /// The first test that failed, when one did.
+    pub test: Option<String>,
+    /// That test's traceback, or the reason.
+    pub detail: String,
+}
+
 /// A run, as a report compares it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Run {
@@ -71,6 +86,9 @@ pub struct Run {
     pub wall_seconds: Option<f64>,
     /// Tokens billed for the answers, when the run asked a model.
     pub tokens: Option<TokenUsage>,
+    /// The samples that did not pass (and were not set apart), in task order.
+    #[serde(skip)]
+    pub failures: Vec<Failure>,
 }
 
 impl Run {
@@ -138,6 +156,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         statuses: BTreeMap::new(),
         wall_seconds: read_wall_seconds(&dir.join("summary.json")),
         tokens: None,
+        failures: Vec::new(),
     };
     let results = dir.join("results.jsonl");
     match manifest.kind {
@@ -151,13 +170,46 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
                     run.groups
                         .insert(record.task_id.clone(), vec![category.clone()]);
                 }
+                if !matches!(record.status, Status::Pass | Status::Infra) {
+                    run.failures.push(Failure {
+                        task_id: record.task_id.clone(),
+                        status: record.status.as_str().into(),
+                        code: String::new(),
+                        test: Some("check".into()),
+                        detail: record.reason.clone(),
+                    });
+                }
             }
             run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
         }
         _ => {
             let records: Vec<SampleRecord> = read_lines(&results)?;
+            let samples: Vec<Value> = read_lines(&dir.join("samples.jsonl"))?;
             for record in &records {
                 run.add(&record.task_id, record.status);
+                if matches!(record.status, Status::Pass | Status::Infra) {
+                    continue;
+                }
+                let code = samples
+                    .get(record.index)
+                    .and_then(|s| s["solution"].as_str().or(s["completion"].as_str()))
+                    .unwrap_or_default();
+                let failed = record.tests.iter().find(|t| {
+                    !matches!(
+                        t.result,
+                        TestResult::Pass | TestResult::Skip | TestResult::ExpectedFailure
+                    )
+                });
+                run.failures.push(Failure {
+                    task_id: record.task_id.clone(),
+                    status: record.status.as_str().into(),
+                    code: code.to_string(),
+                    test: failed.map(|t| t.name.clone()),
+                    detail: failed
+                        .map(|t| t.detail.clone())
+                        .filter(|d| !d.is_empty())
+                        .unwrap_or_else(|| record.reason.clone()),
+                });
             }
             run.groups = domains(identity.dataset.as_deref(), run.tasks.keys());
             let generation: Vec<GenerationRecord> = read_lines(&dir.join("generation.jsonl"))?;
@@ -242,6 +294,7 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         statuses: BTreeMap::new(),
         wall_seconds: None,
         tokens: None,
+        failures: Vec::new(),
     };
     run.groups = domains(None, eval.keys());
     for (task_id, samples) in eval {
@@ -262,6 +315,20 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
                 }
             };
             run.add(task_id, status);
+            if status != Status::Pass {
+                let details = sample["details"].as_object();
+                let first = details.and_then(|d| d.iter().next());
+                run.failures.push(Failure {
+                    task_id: task_id.clone(),
+                    status: status.as_str().into(),
+                    code: sample["solution"].as_str().unwrap_or_default().to_string(),
+                    test: first.map(|(name, _)| name.clone()),
+                    detail: first
+                        .and_then(|(_, d)| d.as_str())
+                        .unwrap_or_default()
+                        .to_string(),
+                });
+            }
         }
     }
     Ok(run)

@@ -1,0 +1,339 @@
+//! The report as one self-contained HTML file: no script, no request to anywhere, charts as
+//! inline SVG. Everything a run says (task ids, code, tracebacks, labels) is untrusted text
+//! and goes through [`escape`] before it reaches the page.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use crate::{Report, Run};
+
+/// Failing samples shown per run, in task order (the rest are counted).
+const FAILURES_SHOWN: usize = 200;
+/// Characters of a failing sample's code or traceback shown.
+const TEXT_SHOWN: usize = 8_000;
+
+/// `text` safe as HTML element content and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(TEXT_SHOWN) {
+        Some((at, _)) => format!(
+            "{}\n… ({} more characters)",
+            &text[..at],
+            text[at..].chars().count()
+        ),
+        None => text.to_string(),
+    }
+}
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;\
+color:#1d2330;padding:0 1em}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #dde}\
+table{border-collapse:collapse;margin:.6em 0}td,th{padding:.25em .6em;border-bottom:1px solid #eef;\
+text-align:right}td:first-child,th:first-child{text-align:left}pre{background:#f6f7fb;padding:.6em;\
+overflow:auto;max-height:28em;white-space:pre-wrap}details{margin:.3em 0}summary{cursor:pointer}\
+.matrix td{padding:0;width:9px;height:9px;border:1px solid #fff}.p{background:#2e9e5b}\
+.f{background:#d9534f}.i{background:#b8bcc8}.n{background:#fff}.muted{color:#6b7280}";
+
+/// Status colours of the charts.
+fn colour(status: &str) -> &'static str {
+    match status {
+        "pass" => "#2e9e5b",
+        "fail" => "#d9534f",
+        "error" => "#e58e26",
+        "timeout" => "#8e6cc4",
+        "oom" => "#5b6ee1",
+        _ => "#b8bcc8",
+    }
+}
+
+/// The report over `runs` (the runs `report` was made from, in the same order).
+pub fn html(report: &Report, runs: &[Run]) -> String {
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'; img-src data:\">\
+         <title>assay report</title><style>{STYLE}</style></head><body><h1>assay report</h1>"
+    );
+    runs_table(&mut out, report);
+    status_chart(&mut out, report);
+    groups_chart(&mut out, report);
+    comparisons(&mut out, report);
+    matrix(&mut out, runs);
+    failures(&mut out, runs);
+    let _ = write!(
+        out,
+        "<p class=\"muted\">Intervals: {}</p></body></html>",
+        escape(&report.method)
+    );
+    out
+}
+
+fn runs_table(out: &mut String, report: &Report) {
+    out.push_str(
+        "<h2>Runs</h2><table id=\"runs\"><tr><th>run</th><th>benchmark</th><th>tasks</th>\
+         <th>judged</th><th>infra</th><th>pass@1</th><th>95% interval</th><th>time</th></tr>",
+    );
+    for run in &report.runs {
+        let bench = match &run.split {
+            Some(split) => format!("{} {split}", run.benchmark),
+            None => run.benchmark.clone(),
+        };
+        let (value, interval) = run.pass_at_k.get(&1).map_or(("-".into(), "-".into()), |e| {
+            (
+                format!("{:.4}", e.value),
+                format!("[{:.4}, {:.4}]", e.low, e.high),
+            )
+        });
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"pass1\">{}</td>\
+             <td>{}</td><td>{}</td></tr>",
+            escape(&run.label),
+            escape(&bench),
+            run.tasks,
+            run.judged,
+            run.infra_tasks,
+            value,
+            interval,
+            run.wall_seconds.map_or("-".into(), |s| format!("{s:.0} s")),
+        );
+    }
+    out.push_str("</table>");
+}
+
+/// One stacked bar per run: its samples by status.
+fn status_chart(out: &mut String, report: &Report) {
+    out.push_str("<h2>Statuses</h2>");
+    let width = 700.0;
+    let height = 26.0 * report.runs.len() as f64 + 10.0;
+    let _ = write!(
+        out,
+        "<svg role=\"img\" aria-label=\"statuses\" width=\"{}\" height=\"{height}\">",
+        width + 220.0
+    );
+    for (row, run) in report.runs.iter().enumerate() {
+        let y = 5.0 + 26.0 * row as f64;
+        let total: u64 = run.statuses.values().sum();
+        let _ = write!(
+            out,
+            "<text x=\"0\" y=\"{}\" font-size=\"12\">{}</text>",
+            y + 15.0,
+            escape(&run.label)
+        );
+        let mut x = 210.0;
+        for (status, n) in &run.statuses {
+            let w = if total == 0 {
+                0.0
+            } else {
+                width * *n as f64 / total as f64
+            };
+            let _ = write!(
+                out,
+                "<rect x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"20\" fill=\"{}\">\
+                 <title>{} {n}</title></rect>",
+                colour(status),
+                escape(status)
+            );
+            x += w;
+        }
+    }
+    out.push_str("</svg><p class=\"muted\">");
+    for status in ["pass", "fail", "error", "timeout", "oom", "infra"] {
+        let _ = write!(
+            out,
+            "<span style=\"color:{}\">■</span> {status} ",
+            colour(status)
+        );
+    }
+    out.push_str("</p>");
+}
+
+/// pass@1 per BigCodeBench domain or PyBench category: a bar per run in each group.
+fn groups_chart(out: &mut String, report: &Report) {
+    let groups: BTreeSet<&String> = report.runs.iter().flat_map(|r| r.by_group.keys()).collect();
+    if groups.is_empty() {
+        return;
+    }
+    out.push_str("<h2>pass@1 by domain and category</h2>");
+    let bar = 14.0;
+    let per_group = bar * report.runs.len() as f64 + 10.0;
+    let height = per_group * groups.len() as f64;
+    let _ = write!(
+        out,
+        "<svg role=\"img\" aria-label=\"pass@1 by group\" width=\"900\" height=\"{height}\">"
+    );
+    let palette = [
+        "#3b6fd1", "#e58e26", "#2e9e5b", "#8e6cc4", "#d9534f", "#17a2b8",
+    ];
+    for (g, group) in groups.iter().enumerate() {
+        let y0 = per_group * g as f64;
+        let _ = write!(
+            out,
+            "<text x=\"0\" y=\"{}\" font-size=\"12\">{}</text>",
+            y0 + bar,
+            escape(group)
+        );
+        for (r, run) in report.runs.iter().enumerate() {
+            let Some(figure) = run.by_group.get(*group) else {
+                continue;
+            };
+            let y = y0 + bar * r as f64;
+            let w = 560.0 * figure.pass_at_1;
+            let _ = write!(
+                out,
+                "<rect x=\"200\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\">\
+                 <title>{}: {:.4} over {} tasks</title></rect>\
+                 <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{:.3}</text>",
+                bar - 2.0,
+                palette[r % palette.len()],
+                escape(&run.label),
+                figure.pass_at_1,
+                figure.tasks,
+                205.0 + w,
+                y + bar - 4.0,
+                figure.pass_at_1
+            );
+        }
+    }
+    out.push_str("</svg><p class=\"muted\">");
+    for (r, run) in report.runs.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<span style=\"color:{}\">■</span> {} ",
+            palette[r % palette.len()],
+            escape(&run.label)
+        );
+    }
+    out.push_str("</p>");
+}
+
+fn comparisons(out: &mut String, report: &Report) {
+    if report.comparisons.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Against the baseline</h2>");
+    for c in &report.comparisons {
+        let _ = write!(
+            out,
+            "<h3>{} against {}</h3><p>{} shared tasks",
+            escape(&c.run),
+            escape(&c.baseline),
+            c.shared_tasks
+        );
+        if let Some(d) = &c.difference {
+            let _ = write!(
+                out,
+                "; pass@1 difference {:+.4} [{:+.4}, {:+.4}]",
+                d.value, d.low, d.high
+            );
+        }
+        let _ = write!(
+            out,
+            "; {} won, {} lost; McNemar exact p = {:.4}</p>",
+            c.won.len(),
+            c.lost.len(),
+            c.mcnemar_p
+        );
+        for (title, ids) in [("now passing", &c.won), ("now failing", &c.lost)] {
+            if !ids.is_empty() {
+                let listed: Vec<String> = ids.iter().map(|i| escape(i)).collect();
+                let _ = write!(out, "<p><b>{title}</b>: {}</p>", listed.join(", "));
+            }
+        }
+    }
+}
+
+/// A task × run grid: green passed, red failed, grey set apart, white not run.
+fn matrix(out: &mut String, runs: &[Run]) {
+    let tasks: BTreeSet<&String> = runs.iter().flat_map(|r| r.tasks.keys()).collect();
+    if tasks.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Tasks × runs</h2><table class=\"matrix\">");
+    for run in runs {
+        let _ = write!(out, "<tr><th>{}</th>", escape(&run.label));
+        for task in &tasks {
+            let (class, what) = match run.tasks.get(*task) {
+                None => ("n", "not run"),
+                Some(t) if t.samples == 0 => ("i", "infra"),
+                Some(t) if t.passed * 2 >= t.samples => ("p", "pass"),
+                Some(_) => ("f", "fail"),
+            };
+            let _ = write!(
+                out,
+                "<td class=\"{class}\" title=\"{}: {what}\"></td>",
+                escape(task)
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+}
+
+fn failures(out: &mut String, runs: &[Run]) {
+    out.push_str("<h2>Failing samples</h2>");
+    for run in runs {
+        let _ = write!(
+            out,
+            "<h3>{} <span class=\"muted\">({} failing)</span></h3>",
+            escape(&run.label),
+            run.failures.len()
+        );
+        for failure in run.failures.iter().take(FAILURES_SHOWN) {
+            let _ = write!(
+                out,
+                "<details class=\"failure\"><summary>{} <span class=\"muted\">{} {}</span></summary>",
+                escape(&failure.task_id),
+                escape(&failure.status),
+                failure.test.as_deref().map(escape).unwrap_or_default()
+            );
+            if !failure.code.is_empty() {
+                let _ = write!(
+                    out,
+                    "<pre class=\"code\">{}</pre>",
+                    escape(&clip(&failure.code))
+                );
+            }
+            let _ = write!(
+                out,
+                "<pre class=\"detail\">{}</pre></details>",
+                escape(&clip(&failure.detail))
+            );
+        }
+        if run.failures.len() > FAILURES_SHOWN {
+            let _ = write!(
+                out,
+                "<p class=\"muted\">… and {} more (the run directory has them all)</p>",
+                run.failures.len() - FAILURES_SHOWN
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_covers_what_breaks_out_of_text_and_attributes() {
+        assert_eq!(
+            escape("<script>x</script> \"a\" & 'b'"),
+            "&lt;script&gt;x&lt;/script&gt; &quot;a&quot; &amp; &#39;b&#39;"
+        );
+    }
+}
