@@ -93,6 +93,19 @@ fn official_results_compare_with_intervals_and_a_paired_test() {
         );
     }
 
+    // pass@1 per library: numpy's tasks.
+    let numpy: Vec<&assay_tasks::bigcodebench::Task> = dataset
+        .tasks
+        .iter()
+        .filter(|t| t.libs.iter().any(|l| l == "numpy"))
+        .collect();
+    let passed = numpy.iter().filter(|t| a.contains(&t.task_id)).count();
+    let figure = &runs[0]["by_library"]["numpy"];
+    assert_eq!(figure["tasks"], numpy.len());
+    assert!(
+        (figure["pass_at_1"].as_f64().unwrap() - passed as f64 / numpy.len() as f64).abs() < 1e-12
+    );
+
     // The terminal table, with the later run as the baseline.
     let table = assay_command(dir.path())
         .arg("report")

@@ -72,6 +72,7 @@ pub fn html(report: &Report, runs: &[Run]) -> String {
     runs_table(&mut out, report);
     status_chart(&mut out, report);
     groups_chart(&mut out, report);
+    libraries_table(&mut out, report);
     comparisons(&mut out, report);
     matrix(&mut out, runs);
     failures(&mut out, runs);
@@ -220,6 +221,42 @@ fn groups_chart(out: &mut String, report: &Report) {
         );
     }
     out.push_str("</p>");
+}
+
+/// pass@1 per library, the libraries most tasks use first.
+fn libraries_table(out: &mut String, report: &Report) {
+    let mut libraries: Vec<(&String, usize)> = Vec::new();
+    for run in &report.runs {
+        for (lib, figure) in &run.by_library {
+            match libraries.iter_mut().find(|(l, _)| *l == lib) {
+                Some(entry) => entry.1 = entry.1.max(figure.tasks),
+                None => libraries.push((lib, figure.tasks)),
+            }
+        }
+    }
+    if libraries.is_empty() {
+        return;
+    }
+    libraries.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    out.push_str("<h2>pass@1 by library</h2><table id=\"libraries\"><tr><th>library</th>");
+    for run in &report.runs {
+        let _ = write!(out, "<th>{}</th>", escape(&run.label));
+    }
+    out.push_str("</tr>");
+    for (lib, _) in libraries {
+        let _ = write!(out, "<tr><td>{}</td>", escape(lib));
+        for run in &report.runs {
+            let cell = run.by_library.get(lib).map_or("-".into(), |f| {
+                format!(
+                    "{:.3} <span class=\"muted\">({})</span>",
+                    f.pass_at_1, f.tasks
+                )
+            });
+            let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
 }
 
 fn comparisons(out: &mut String, report: &Report) {

@@ -62,6 +62,8 @@ pub struct RunFigures {
     /// pass@1 per group (BigCodeBench domain, PyBench category) over its judged tasks; a task
     /// counts in every domain of its libraries.
     pub by_group: BTreeMap<String, GroupFigure>,
+    /// pass@1 per library a BigCodeBench task uses, over the judged tasks using it.
+    pub by_library: BTreeMap<String, GroupFigure>,
     /// Wall time of the judging.
     pub wall_seconds: Option<f64>,
     /// Tokens billed.
@@ -144,6 +146,27 @@ fn estimate(values: &[f64]) -> Option<Estimate> {
     })
 }
 
+/// pass@1 per label of `labels` (task → its labels) over the run's judged tasks.
+fn group_figures(
+    run: &Run,
+    labels: &BTreeMap<String, Vec<String>>,
+) -> BTreeMap<String, GroupFigure> {
+    let mut sums: BTreeMap<String, (usize, f64)> = BTreeMap::new();
+    for (id, task) in run.judged() {
+        for label in labels.get(id).into_iter().flatten() {
+            let entry = sums.entry(label.clone()).or_default();
+            entry.0 += 1;
+            entry.1 += task_pass_at(task, 1);
+        }
+    }
+    sums.into_iter()
+        .map(|(label, (tasks, sum))| {
+            let pass_at_1 = sum / tasks as f64;
+            (label, GroupFigure { tasks, pass_at_1 })
+        })
+        .collect()
+}
+
 /// A run's figures.
 pub fn figures(run: &Run) -> RunFigures {
     let judged: Vec<&TaskResult> = run.judged().map(|(_, t)| t).collect();
@@ -156,26 +179,8 @@ pub fn figures(run: &Run) -> RunFigures {
             estimate(&values).map(|e| (k, e))
         })
         .collect();
-    let mut groups: BTreeMap<String, (usize, f64)> = BTreeMap::new();
-    for (id, task) in run.judged() {
-        for group in run.groups.get(id).into_iter().flatten() {
-            let entry = groups.entry(group.clone()).or_default();
-            entry.0 += 1;
-            entry.1 += task_pass_at(task, 1);
-        }
-    }
-    let by_group = groups
-        .into_iter()
-        .map(|(g, (tasks, sum))| {
-            (
-                g,
-                GroupFigure {
-                    tasks,
-                    pass_at_1: sum / tasks as f64,
-                },
-            )
-        })
-        .collect();
+    let by_group = group_figures(run, &run.groups);
+    let by_library = group_figures(run, &run.libraries);
     RunFigures {
         label: run.label.clone(),
         benchmark: run.benchmark.clone(),
@@ -187,6 +192,7 @@ pub fn figures(run: &Run) -> RunFigures {
         statuses: run.statuses.clone(),
         pass_at_k,
         by_group,
+        by_library,
         wall_seconds: run.wall_seconds,
         tokens: run.tokens.clone(),
     }
@@ -363,6 +369,7 @@ mod tests {
                 })
                 .collect(),
             groups: BTreeMap::new(),
+            libraries: BTreeMap::new(),
             statuses: BTreeMap::new(),
             wall_seconds: None,
             tokens: None,

@@ -80,6 +80,8 @@ pub struct Run {
     /// The groups each task counts in: BigCodeBench's domains of its libraries, PyBench's
     /// paper category.
     pub groups: BTreeMap<String, Vec<String>>,
+    /// The libraries each BigCodeBench task uses.
+    pub libraries: BTreeMap<String, Vec<String>>,
     /// Samples by status (`pass`, `fail`, `error`, `timeout`, `oom`, `infra`).
     pub statuses: BTreeMap<String, u64>,
     /// Wall time of the judging, when the run kept it.
@@ -153,6 +155,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         model: identity.model.clone(),
         tasks: BTreeMap::new(),
         groups: BTreeMap::new(),
+        libraries: BTreeMap::new(),
         statuses: BTreeMap::new(),
         wall_seconds: read_wall_seconds(&dir.join("summary.json")),
         tokens: None,
@@ -211,7 +214,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
                         .unwrap_or_else(|| record.reason.clone()),
                 });
             }
-            run.groups = domains(identity.dataset.as_deref(), run.tasks.keys());
+            (run.groups, run.libraries) = labels(identity.dataset.as_deref(), run.tasks.keys());
             let generation: Vec<GenerationRecord> = read_lines(&dir.join("generation.jsonl"))?;
             let mut tokens = TokenUsage::default();
             for record in &generation {
@@ -223,32 +226,36 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
     Ok(run)
 }
 
-/// The domains of each BigCodeBench task's libraries, from the embedded dataset of `version`
-/// (the default one when it is not an embedded version).
-fn domains<'a>(
+/// Each BigCodeBench task's domains (of its libraries) and libraries, from the embedded
+/// dataset of `version` (the default one when it is not an embedded version).
+fn labels<'a>(
     version: Option<&str>,
     tasks: impl Iterator<Item = &'a String>,
-) -> BTreeMap<String, Vec<String>> {
+) -> (BTreeMap<String, Vec<String>>, BTreeMap<String, Vec<String>>) {
     let version = version
         .filter(|v| VERSIONS.contains(v))
         .unwrap_or(VERSIONS[0]);
     let Ok(dataset) = Dataset::embedded(version, Subset::Full) else {
-        return BTreeMap::new();
+        return Default::default();
     };
-    tasks
-        .filter_map(|id| {
-            let task = dataset.get(id)?;
-            let mut found: Vec<String> = task
-                .libs
-                .iter()
-                .filter_map(|lib| domain(lib))
-                .map(str::to_string)
-                .collect();
-            found.sort();
-            found.dedup();
-            Some((id.clone(), found))
-        })
-        .collect()
+    let mut domains = BTreeMap::new();
+    let mut libraries = BTreeMap::new();
+    for id in tasks {
+        let Some(task) = dataset.get(id) else {
+            continue;
+        };
+        let mut found: Vec<String> = task
+            .libs
+            .iter()
+            .filter_map(|lib| domain(lib))
+            .map(str::to_string)
+            .collect();
+        found.sort();
+        found.dedup();
+        domains.insert(id.clone(), found);
+        libraries.insert(id.clone(), task.libs.clone());
+    }
+    (domains, libraries)
 }
 
 fn read_wall_seconds(path: &Path) -> Option<f64> {
@@ -291,12 +298,13 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         model: name.split("--").next().map(str::to_string),
         tasks: BTreeMap::new(),
         groups: BTreeMap::new(),
+        libraries: BTreeMap::new(),
         statuses: BTreeMap::new(),
         wall_seconds: None,
         tokens: None,
         failures: Vec::new(),
     };
-    run.groups = domains(None, eval.keys());
+    (run.groups, run.libraries) = labels(None, eval.keys());
     for (task_id, samples) in eval {
         let Some(samples) = samples.as_array() else {
             return Err(invalid(path, 0, format!("`eval.{task_id}` is not a list")));
