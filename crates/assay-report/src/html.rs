@@ -41,8 +41,8 @@ fn clip(text: &str) -> String {
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;\
 color:#1d2330;padding:0 1em}h1{font-size:1.6em}h2{margin-top:2em;border-bottom:1px solid #dde}\
-table{border-collapse:collapse;margin:.6em 0}td,th{padding:.25em .6em;border-bottom:1px solid #eef;\
-text-align:right}td:first-child,th:first-child{text-align:left}pre{background:#f6f7fb;padding:.6em;\
+table{border-collapse:collapse;margin:.6em 0}td,th{padding:.25em .9em;border-bottom:1px solid #eef;\
+text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}pre{background:#f6f7fb;padding:.6em;\
 overflow:auto;max-height:28em;white-space:pre-wrap}details{margin:.3em 0}summary{cursor:pointer}\
 .matrix td{padding:0;width:9px;height:9px;border:1px solid #fff}.p{background:#2e9e5b}\
 .f{background:#d9534f}.i{background:#b8bcc8}.n{background:#fff}.muted{color:#6b7280}";
@@ -183,10 +183,11 @@ fn groups_chart(out: &mut String, report: &Report) {
     ];
     for (g, group) in groups.iter().enumerate() {
         let y0 = per_group * g as f64;
+        // The label on the middle of the group's bars.
         let _ = write!(
             out,
-            "<text x=\"0\" y=\"{}\" font-size=\"12\">{}</text>",
-            y0 + bar,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\" dominant-baseline=\"middle\">{}</text>",
+            y0 + (per_group - 10.0) / 2.0,
             escape(group)
         );
         for (r, run) in report.runs.iter().enumerate() {
