@@ -5,21 +5,16 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{assay_command, text};
+use common::{assay_command, official_results, text};
 use serde_json::Value;
-
-fn official(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/bigcodebench/official-runs")
-        .join(format!(
-            "{name}--main--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated_eval_results.json"
-        ))
-}
 
 #[test]
 fn official_results_compare_with_intervals_and_a_paired_test() {
     let dir = tempfile::tempdir().unwrap();
-    let (early, late) = (official("checkpoint-200"), official("checkpoint-400"));
+    let (early, late) = (
+        official_results("checkpoint-200"),
+        official_results("checkpoint-400"),
+    );
     let out = assay_command(dir.path())
         .args(["report", "--json"])
         .arg(&early)
@@ -126,7 +121,10 @@ fn official_results_compare_with_intervals_and_a_paired_test() {
 #[test]
 fn many_runs_make_a_leaderboard_with_elo() {
     let dir = tempfile::tempdir().unwrap();
-    let folder = official("checkpoint-200").parent().unwrap().to_path_buf();
+    let folder = official_results("checkpoint-200")
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
         .unwrap()
         .flatten()

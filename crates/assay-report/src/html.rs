@@ -90,10 +90,7 @@ fn runs_table(out: &mut String, report: &Report) {
          <th>judged</th><th>infra</th><th>pass@1</th><th>95% interval</th><th>time</th></tr>",
     );
     for run in &report.runs {
-        let bench = match &run.split {
-            Some(split) => format!("{} {split}", run.benchmark),
-            None => run.benchmark.clone(),
-        };
+        let bench = crate::setting_name(&run.benchmark, run.split.as_deref());
         let (value, interval) = run.pass_at_k.get(&1).map_or(("-".into(), "-".into()), |e| {
             (
                 format!("{:.4}", e.value),
@@ -280,13 +277,7 @@ fn comparisons(out: &mut String, report: &Report) {
                 d.value, d.low, d.high
             );
         }
-        let _ = write!(
-            out,
-            "; {} won, {} lost; McNemar exact p = {:.4}</p>",
-            c.won.len(),
-            c.lost.len(),
-            c.mcnemar_p
-        );
+        let _ = write!(out, "; {}</p>", c.verdict());
         for (title, ids) in [("now passing", &c.won), ("now failing", &c.lost)] {
             if !ids.is_empty() {
                 let listed: Vec<String> = ids.iter().map(|i| escape(i)).collect();

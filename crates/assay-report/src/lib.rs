@@ -79,6 +79,18 @@ pub struct GroupFigure {
     pub pass_at_1: f64,
 }
 
+impl Comparison {
+    /// The tasks won and lost, and the test on them, in words.
+    pub fn verdict(&self) -> String {
+        format!(
+            "{} won, {} lost; McNemar exact p = {:.4}",
+            self.won.len(),
+            self.lost.len(),
+            self.mcnemar_p
+        )
+    }
+}
+
 /// A run against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
@@ -198,12 +210,21 @@ pub fn figures(run: &Run) -> RunFigures {
     }
 }
 
+/// A benchmark with its prompt style, as reports show it: `bigcodebench-hard complete`.
+pub(crate) fn setting_name(benchmark: &str, split: Option<&str>) -> String {
+    match split {
+        Some(split) => format!("{benchmark} {split}"),
+        None => benchmark.to_string(),
+    }
+}
+
 /// A run as comparisons name it: its label, its benchmark and split.
 fn name(run: &Run) -> String {
-    match &run.split {
-        Some(split) => format!("{} ({} {split})", run.label, run.benchmark),
-        None => format!("{} ({})", run.label, run.benchmark),
-    }
+    format!(
+        "{} ({})",
+        run.label,
+        setting_name(&run.benchmark, run.split.as_deref())
+    )
 }
 
 /// `run` against `baseline`, on the tasks both judged.

@@ -39,10 +39,8 @@ fn listed(ids: &[String]) -> String {
 /// The report as text.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let benchmark = |run: &crate::RunFigures| match &run.split {
-        Some(split) => format!("{} {split}", run.benchmark),
-        None => run.benchmark.clone(),
-    };
+    let benchmark =
+        |run: &crate::RunFigures| crate::setting_name(&run.benchmark, run.split.as_deref());
     let width = report
         .runs
         .iter()
@@ -142,13 +140,7 @@ pub fn render(report: &Report) -> String {
         if let Some(d) = &c.difference {
             let _ = writeln!(out, "  pass@1 difference {}", signed(d));
         }
-        let _ = writeln!(
-            out,
-            "  {} won, {} lost; McNemar exact p = {:.4}",
-            c.won.len(),
-            c.lost.len(),
-            c.mcnemar_p
-        );
+        let _ = writeln!(out, "  {}", c.verdict());
         if !c.won.is_empty() {
             let _ = writeln!(out, "  now passing: {}", listed(&c.won));
         }

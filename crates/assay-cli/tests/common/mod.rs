@@ -94,3 +94,13 @@ pub fn lines(path: &Path) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
+
+/// One of the official BigCodeBench-Hard Complete results files of the shared data
+/// (`checkpoint-200` or `checkpoint-400`).
+pub fn official_results(checkpoint: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/bigcodebench/official-runs")
+        .join(format!(
+            "{checkpoint}--main--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated_eval_results.json"
+        ))
+}
