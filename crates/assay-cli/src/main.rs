@@ -14,6 +14,7 @@ mod report_cmd;
 mod run_cmd;
 mod sandbox_cmd;
 mod secrets;
+mod view_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -48,6 +49,9 @@ enum Command {
     /// Compare runs: pass@k with 95% intervals, status counts, time and tokens, and each run
     /// against a baseline (the paired difference, McNemar's test, the tasks that flipped).
     Report(report_cmd::ReportArgs),
+    /// Browse runs in a local web UI: runs, samples filtered by status, task, library and
+    /// error text, each sample's tests and traceback, PyBench episodes turn by turn, diffs.
+    View(view_cmd::ViewArgs),
     /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
@@ -71,6 +75,7 @@ fn main() -> std::process::ExitCode {
         },
         Command::Report(args) => report_cmd::run(args),
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),
+        Command::View(args) => block_on(view_cmd::run(args)),
     };
     match result {
         Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),

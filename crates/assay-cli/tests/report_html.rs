@@ -10,69 +10,25 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::browser::{chromium, HEADLESS};
 use common::{assay_command, official_results, text};
 use serde_json::json;
-
-/// Chromium: on `PATH`, else installed with apt-get (as root, as CI runs). Fails with the reason
-/// when neither works: a browser test that cannot get its browser must not pass.
-fn chromium() -> PathBuf {
-    let found = || {
-        ["chromium", "chromium-browser"].iter().find_map(|name| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|dir| dir.join(name))
-                    .find(|p| p.is_file())
-            })
-        })
-    };
-    if let Some(path) = found() {
-        return path;
-    }
-    let installed = Command::new("apt-get")
-        .args(["install", "-y", "--no-install-recommends", "chromium"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .output();
-    if let Ok(out) = &installed {
-        if !out.status.success() {
-            // The package lists may be missing on a fresh machine.
-            let _ = Command::new("apt-get").arg("update").output();
-            let _ = Command::new("apt-get")
-                .args(["install", "-y", "--no-install-recommends", "chromium"])
-                .env("DEBIAN_FRONTEND", "noninteractive")
-                .output();
-        }
-    }
-    found().unwrap_or_else(|| {
-        panic!(
-            "no chromium: not on PATH, and `apt-get install chromium` did not provide it ({:?}); \
-             install Debian's chromium to run the browser tests",
-            installed.map(|o| text(&o.stderr))
-        )
-    })
-}
 
 /// Loads `page` headless; returns the DOM after load and the browser's log, and writes a
 /// screenshot to `shot`.
 fn open_in_browser(page: &Path, shot: &Path) -> (String, String) {
     let browser = chromium();
     let url = format!("file://{}", page.display());
-    let common = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--enable-logging=stderr",
-        "--v=0",
-    ];
+    let common = [&HEADLESS[..], &["--enable-logging=stderr", "--v=0"]].concat();
     let dom = Command::new(&browser)
-        .args(common)
+        .args(&common)
         .args(["--dump-dom", &url])
         .output()
         .expect("run chromium");
     assert!(dom.status.success(), "chromium: {}", text(&dom.stderr));
     std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
     let picture = Command::new(&browser)
-        .args(common)
+        .args(&common)
         .arg(format!("--screenshot={}", shot.display()))
         .args(["--window-size=1280,2400", "--hide-scrollbars", &url])
         .output()

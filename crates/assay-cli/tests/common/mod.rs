@@ -11,6 +11,8 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;

@@ -1,0 +1,868 @@
+//! One run as the viewer shows it: its samples as table rows, each sample's whole story on
+//! request, and its figures. The files are read when asked for and read on as they grow
+//! ([`crate::journal`]), so a run in progress shows what it has judged so far.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+use assay_records::{
+    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TestResult,
+    TrajectoryRecord,
+};
+use assay_report::{report, Run, RunFigures};
+use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::journal::{stamp, Document, Journal, Stamp};
+use crate::ViewError;
+
+/// How much of a failure's text the error search looks through, per sample.
+const SEARCHABLE_BYTES: usize = 8 << 10;
+
+/// How long a journal may go unwritten and its run still count as running.
+const RUNNING_WITHIN: Duration = Duration::from_secs(60);
+
+/// How often the figures of a changing run are computed again (each is a bootstrap).
+const FIGURES_EVERY: Duration = Duration::from_secs(5);
+
+/// A sample as a row of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Its key: the sample's index (BigCodeBench), the task's number (PyBench), its position
+    /// (an official file).
+    pub index: usize,
+    /// Its task.
+    pub task_id: String,
+    /// `pass`, `fail`, `error`, `timeout`, `oom`, `infra`.
+    pub status: String,
+    /// The first test that did not pass.
+    pub test: Option<String>,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// Wall time.
+    pub seconds: Option<f64>,
+    /// Peak memory.
+    pub memory_bytes: Option<u64>,
+    /// The model's replies (PyBench).
+    pub turns: Option<u32>,
+    /// The task's libraries (BigCodeBench) or category (PyBench).
+    pub groups: Vec<String>,
+    /// Lower-cased reason, failing tests and tracebacks, and standard error: what the error
+    /// search looks through.
+    #[serde(skip)]
+    haystack: String,
+}
+
+/// What the table shows: the filters, the order and the page.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Filter {
+    /// Only this status (`failing`: every judged one that did not pass).
+    pub status: Option<String>,
+    /// Tasks whose id contains this (a bare number: that task).
+    pub task: Option<String>,
+    /// Only samples of tasks with this library (or PyBench category).
+    pub group: Option<String>,
+    /// Only samples whose reason, failing tests, tracebacks or standard error contain this
+    /// (case ignored).
+    pub q: Option<String>,
+    /// `index` (default), `slowest`, `task`.
+    pub sort: Option<String>,
+    /// Rows to skip.
+    pub offset: Option<usize>,
+    /// Rows to return (at most 500; default 100).
+    pub limit: Option<usize>,
+}
+
+/// A page of the table.
+#[derive(Debug, Serialize)]
+pub struct Page {
+    /// Samples in the run.
+    pub total: usize,
+    /// Of them, matching the filters.
+    pub matched: usize,
+    /// Where the page starts.
+    pub offset: usize,
+    /// The page.
+    pub rows: Vec<Row>,
+    /// Samples per status over the whole run (for the filter's choices).
+    pub statuses: BTreeMap<String, usize>,
+    /// Every library or category in the run (for the filter's choices).
+    pub groups: Vec<String>,
+}
+
+/// A run in the runs list.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Its number in the viewer.
+    pub id: usize,
+    /// Its name.
+    pub label: String,
+    /// Where it is.
+    pub path: PathBuf,
+    /// `bigcodebench`, `pybench`... (empty until its manifest reads).
+    pub benchmark: String,
+    /// The manifest's kind, or `official` for an official results file.
+    pub kind: String,
+    /// The prompt style.
+    pub split: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// `finished`, `running` (a journal written in the last minute), `unfinished`.
+    pub state: String,
+    /// Samples judged so far.
+    pub judged: usize,
+    /// Samples to judge, when known.
+    pub expected: Option<usize>,
+    /// Samples per status.
+    pub statuses: BTreeMap<String, usize>,
+    /// The report's figures (pass@k with intervals...), when the run has judged anything.
+    pub figures: Option<RunFigures>,
+    /// Why the run could not be read, when it could not.
+    pub error: Option<String>,
+}
+
+/// The figures of a run and what they were computed from.
+struct Figures {
+    stamps: Vec<Option<Stamp>>,
+    at: Instant,
+    run: Arc<Run>,
+    figures: RunFigures,
+}
+
+/// A run directory's files.
+struct DirFiles {
+    manifest: Document<Manifest>,
+    results: Journal<SampleRecord>,
+    samples: Journal<Value>,
+    generation: Journal<GenerationRecord>,
+    episodes: Journal<EpisodeRecord>,
+    trajectories: Journal<TrajectoryRecord>,
+}
+
+/// An official `*_eval_results.json`.
+#[derive(Deserialize)]
+struct OfficialFile {
+    eval: BTreeMap<String, Vec<Value>>,
+}
+
+enum Files {
+    Dir(Box<DirFiles>),
+    Official(Document<OfficialFile>),
+}
+
+struct State {
+    files: Files,
+    /// The rows, and how many records they were built from (rebuilt when that changes).
+    rows: Vec<Row>,
+    built_from: Option<(usize, usize)>,
+    figures: Option<Figures>,
+}
+
+/// One run the viewer was given.
+pub struct RunSource {
+    /// Its number.
+    pub id: usize,
+    /// Its name.
+    pub label: String,
+    /// Where it is, as given.
+    pub path: PathBuf,
+    /// The directory files may be served from (canonical), for directories.
+    pub root: Option<PathBuf>,
+    state: Mutex<State>,
+}
+
+impl RunSource {
+    /// A run directory (it has a `manifest.json`) or an official results file. Nothing is read
+    /// yet but whether it exists.
+    pub fn open(id: usize, path: &Path) -> Result<RunSource, ViewError> {
+        let meta = std::fs::metadata(path).map_err(|e| ViewError::io(path, e))?;
+        let label = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        let (files, root) = if meta.is_dir() {
+            let manifest = path.join("manifest.json");
+            if !manifest.is_file() {
+                return Err(ViewError::Invalid {
+                    path: manifest,
+                    line: 0,
+                    message: "missing: not a run directory".into(),
+                });
+            }
+            let root = std::fs::canonicalize(path).map_err(|e| ViewError::io(path, e))?;
+            let dir = DirFiles {
+                manifest: Document::new(root.join("manifest.json")),
+                results: Journal::new(root.join("results.jsonl")),
+                samples: Journal::new(root.join("samples.jsonl")),
+                generation: Journal::new(root.join("generation.jsonl")),
+                episodes: Journal::new(root.join("results.jsonl")),
+                trajectories: Journal::new(root.join("trajectory.jsonl")),
+            };
+            (Files::Dir(Box::new(dir)), Some(root))
+        } else {
+            (Files::Official(Document::new(path.to_path_buf())), None)
+        };
+        Ok(RunSource {
+            id,
+            label,
+            path: path.to_path_buf(),
+            root,
+            state: Mutex::new(State {
+                files,
+                rows: Vec::new(),
+                built_from: None,
+                figures: None,
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves only caches behind: they are rebuilt.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The run as the runs list shows it. A run that cannot be read says why.
+    pub fn summary(&self) -> Summary {
+        let mut summary = Summary {
+            id: self.id,
+            label: self.label.clone(),
+            path: self.path.clone(),
+            benchmark: String::new(),
+            kind: String::new(),
+            split: None,
+            model: None,
+            state: "finished".into(),
+            judged: 0,
+            expected: None,
+            statuses: BTreeMap::new(),
+            figures: None,
+            error: None,
+        };
+        if let Err(e) = self.fill(&mut summary) {
+            summary.error = Some(e.to_string());
+        }
+        summary
+    }
+
+    fn fill(&self, summary: &mut Summary) -> Result<(), ViewError> {
+        let mut state = self.lock();
+        state.refresh()?;
+        summary.judged = state.rows.len();
+        for row in &state.rows {
+            *summary.statuses.entry(row.status.clone()).or_default() += 1;
+        }
+        match &mut state.files {
+            Files::Dir(dir) => {
+                let manifest = dir.manifest.get()?.cloned();
+                if let Some(m) = &manifest {
+                    summary.kind = kind_name(m.kind);
+                    summary.benchmark = m.identity.benchmark.clone().unwrap_or_default();
+                    summary.split = m.identity.split.clone();
+                    summary.model = m.identity.model.clone();
+                }
+                let pybench = manifest
+                    .as_ref()
+                    .is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval));
+                summary.expected = if pybench {
+                    None
+                } else {
+                    dir.samples.refresh()?;
+                    let n = dir.samples.records().len();
+                    (n > 0).then_some(n)
+                };
+                summary.state = activity(self.root.as_deref().unwrap_or(&self.path));
+            }
+            Files::Official(_) => {
+                summary.kind = "official".into();
+                summary.benchmark = if self.label.contains("-hard-") {
+                    "bigcodebench-hard".into()
+                } else {
+                    "bigcodebench".into()
+                };
+                summary.split = ["complete", "instruct"]
+                    .into_iter()
+                    .find(|s| self.label.contains(&format!("-{s}")))
+                    .map(str::to_string);
+                summary.model = self.label.split("--").next().map(str::to_string);
+            }
+        }
+        if summary.judged > 0 {
+            summary.figures = Some(self.figures(&mut state)?.1);
+        }
+        Ok(())
+    }
+
+    /// The report's view of the run (loaded again when its files changed, at most every
+    /// few seconds while they keep changing), and its figures.
+    fn figures(&self, state: &mut State) -> Result<(Arc<Run>, RunFigures), ViewError> {
+        let stamps = self.stamps();
+        if let Some(f) = &state.figures {
+            if f.stamps == stamps || f.at.elapsed() < FIGURES_EVERY {
+                return Ok((f.run.clone(), f.figures.clone()));
+            }
+        }
+        let run = Run::load(&self.path).map_err(|e| ViewError::Report(e.to_string()))?;
+        let figures = report(std::slice::from_ref(&run), 0)
+            .runs
+            .into_iter()
+            .next()
+            .expect("one run in, one out");
+        let run = Arc::new(run);
+        state.figures = Some(Figures {
+            stamps,
+            at: Instant::now(),
+            run: run.clone(),
+            figures: figures.clone(),
+        });
+        Ok((run, figures))
+    }
+
+    /// The report's view of the run, for comparisons.
+    pub fn loaded(&self) -> Result<Arc<Run>, ViewError> {
+        let mut state = self.lock();
+        state.refresh()?;
+        Ok(self.figures(&mut state)?.0)
+    }
+
+    fn stamps(&self) -> Vec<Option<Stamp>> {
+        match &self.root {
+            Some(root) => [
+                "manifest.json",
+                "results.jsonl",
+                "samples.jsonl",
+                "generation.jsonl",
+            ]
+            .iter()
+            .map(|f| stamp(&root.join(f)))
+            .collect(),
+            None => vec![stamp(&self.path)],
+        }
+    }
+
+    /// A page of the table.
+    pub fn page(&self, filter: &Filter) -> Result<Page, ViewError> {
+        let mut state = self.lock();
+        state.refresh()?;
+        let rows = &state.rows;
+        let mut statuses = BTreeMap::new();
+        let mut groups: Vec<String> = Vec::new();
+        for row in rows {
+            *statuses.entry(row.status.clone()).or_default() += 1;
+            groups.extend(row.groups.iter().cloned());
+        }
+        groups.sort();
+        groups.dedup();
+        let q = filter
+            .q
+            .as_deref()
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .map(str::to_lowercase);
+        let task = filter
+            .task
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        let mut matched: Vec<&Row> = rows
+            .iter()
+            .filter(|r| match filter.status.as_deref() {
+                None | Some("") => true,
+                Some("failing") => r.status != "pass" && r.status != "infra",
+                Some(s) => r.status == s,
+            })
+            .filter(|r| task.is_none_or(|t| task_matches(&r.task_id, t)))
+            .filter(|r| {
+                filter
+                    .group
+                    .as_deref()
+                    .filter(|g| !g.is_empty())
+                    .is_none_or(|g| r.groups.iter().any(|x| x == g))
+            })
+            .filter(|r| q.as_deref().is_none_or(|q| r.haystack.contains(q)))
+            .collect();
+        match filter.sort.as_deref() {
+            Some("slowest") => matched.sort_by(|a, b| {
+                b.seconds
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.seconds.unwrap_or(0.0))
+                    .then(a.index.cmp(&b.index))
+            }),
+            Some("task") => matched.sort_by_key(|r| (task_number(&r.task_id), r.index)),
+            _ => {}
+        }
+        let offset = filter.offset.unwrap_or(0);
+        let limit = filter.limit.unwrap_or(100).min(500);
+        Ok(Page {
+            total: rows.len(),
+            matched: matched.len(),
+            offset,
+            rows: matched
+                .into_iter()
+                .skip(offset)
+                .take(limit)
+                .cloned()
+                .collect(),
+            statuses,
+            groups,
+        })
+    }
+
+    /// The first sample of each task (its row key), for links from a diff.
+    pub fn first_samples(&self) -> Result<HashMap<String, usize>, ViewError> {
+        let mut state = self.lock();
+        state.refresh()?;
+        let mut first = HashMap::new();
+        for row in &state.rows {
+            first.entry(row.task_id.clone()).or_insert(row.index);
+        }
+        Ok(first)
+    }
+
+    /// Everything about one sample (`index`: its row key); none when there is no such sample.
+    pub fn detail(&self, index: usize) -> Result<Option<Value>, ViewError> {
+        let mut state = self.lock();
+        state.refresh()?;
+        let Some(row) = state.rows.iter().find(|r| r.index == index).cloned() else {
+            return Ok(None);
+        };
+        match &mut state.files {
+            Files::Official(doc) => {
+                let file = doc.get()?.ok_or_else(|| vanished(&self.path))?;
+                let sample = official_samples(file)
+                    .nth(index)
+                    .map(|(_, s)| s.clone())
+                    .unwrap_or_default();
+                let details = sample["details"].as_object().cloned().unwrap_or_default();
+                let tests: Vec<Value> = details
+                    .iter()
+                    .map(|(name, detail)| {
+                        json!({"name": name, "result": "fail", "detail": detail.as_str().unwrap_or_default()})
+                    })
+                    .collect();
+                let task = task_of(None, &row.task_id);
+                Ok(Some(json!({
+                    "benchmark": "bigcodebench",
+                    "row": row,
+                    "prompt": task.map(|t| prompt(t, None)),
+                    "test_code": task.map(|t| t.test.clone()),
+                    "code": sample["solution"].as_str().unwrap_or_default(),
+                    "tests": tests,
+                })))
+            }
+            Files::Dir(dir) => {
+                let manifest = dir.manifest.get()?.cloned();
+                if manifest
+                    .as_ref()
+                    .is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval))
+                {
+                    return Ok(Some(episode(dir, &row)?));
+                }
+                Ok(Some(bigcodebench_sample(dir, manifest.as_ref(), &row)?))
+            }
+        }
+    }
+}
+
+/// The manifest kind as its files spell it.
+fn kind_name(kind: Kind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn vanished(path: &Path) -> ViewError {
+    ViewError::Invalid {
+        path: path.to_path_buf(),
+        line: 0,
+        message: "no longer there".into(),
+    }
+}
+
+/// `finished` (its summary is newer than its journals), `running` (a journal written within
+/// the last minute) or `unfinished`.
+fn activity(dir: &Path) -> String {
+    let modified = |name: &str| {
+        std::fs::metadata(dir.join(name))
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    let last_write = ["results.jsonl", "generation.jsonl", "samples.jsonl"]
+        .into_iter()
+        .filter_map(modified)
+        .max();
+    let summary = modified("summary.json");
+    match (last_write, summary) {
+        (Some(w), Some(s)) if s >= w => "finished",
+        (None, Some(_)) => "finished",
+        (Some(w), _)
+            if SystemTime::now()
+                .duration_since(w)
+                .is_ok_and(|age| age < RUNNING_WITHIN) =>
+        {
+            "running"
+        }
+        _ => "unfinished",
+    }
+    .into()
+}
+
+fn task_number(task_id: &str) -> u64 {
+    task_id
+        .rsplit('/')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
+/// A bare number names one task; anything else is looked for in the id, case ignored.
+fn task_matches(task_id: &str, wanted: &str) -> bool {
+    if wanted.chars().all(|c| c.is_ascii_digit()) {
+        return task_id.rsplit('/').next() == Some(wanted);
+    }
+    task_id.to_lowercase().contains(&wanted.to_lowercase())
+}
+
+/// The official file's samples in task order (by number), each with its task.
+fn official_samples(file: &OfficialFile) -> impl Iterator<Item = (&String, &Value)> {
+    let mut tasks: Vec<(&String, &Vec<Value>)> = file.eval.iter().collect();
+    tasks.sort_by_key(|(id, _)| task_number(id));
+    tasks
+        .into_iter()
+        .flat_map(|(id, samples)| samples.iter().map(move |s| (id, s)))
+}
+
+/// The embedded dataset of `version` (the newest when it is not one), loaded once.
+fn dataset(version: Option<&str>) -> Option<&'static Dataset> {
+    static DATASETS: OnceLock<Mutex<HashMap<&'static str, Option<&'static Dataset>>>> =
+        OnceLock::new();
+    let version = VERSIONS
+        .iter()
+        .copied()
+        .find(|v| Some(*v) == version)
+        .unwrap_or(VERSIONS[0]);
+    let mut cache = DATASETS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    *cache.entry(version).or_insert_with(|| {
+        Dataset::embedded(version, Subset::Full)
+            .ok()
+            .map(|d| &*Box::leak(Box::new(d)))
+    })
+}
+
+fn task_of(
+    version: Option<&str>,
+    task_id: &str,
+) -> Option<&'static assay_tasks::bigcodebench::Task> {
+    dataset(version)?.get(task_id)
+}
+
+fn prompt(task: &assay_tasks::bigcodebench::Task, split: Option<&str>) -> String {
+    match split {
+        Some("instruct") => task.instruct_prompt.clone(),
+        _ => task.complete_prompt.clone(),
+    }
+}
+
+/// At most `max` bytes of `text`, cut at a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// A traceback's last line: the exception and its message.
+fn last_line(traceback: &str) -> Option<String> {
+    traceback
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+}
+
+fn not_passed(result: TestResult) -> bool {
+    !matches!(
+        result,
+        TestResult::Pass | TestResult::Skip | TestResult::ExpectedFailure
+    )
+}
+
+impl State {
+    /// Reads what changed and rebuilds the rows when the records did.
+    fn refresh(&mut self) -> Result<(), ViewError> {
+        match &mut self.files {
+            Files::Official(doc) => {
+                if doc.get()?.is_none() {
+                    self.rows.clear();
+                    self.built_from = None;
+                    return Ok(());
+                }
+                let key = Some((doc_reads(doc), 2));
+                if self.built_from != key {
+                    if let Some(file) = doc.get()? {
+                        self.rows = official_rows(file);
+                    }
+                    self.built_from = key;
+                }
+            }
+            Files::Dir(dir) => {
+                let pybench = dir
+                    .manifest
+                    .get()?
+                    .is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval));
+                if pybench {
+                    let changed = dir.episodes.refresh()?;
+                    if changed || self.built_from.is_none() {
+                        self.rows = episode_rows(dir.episodes.records());
+                        self.built_from = Some((dir.episodes.records().len(), 0));
+                    }
+                } else {
+                    let changed = dir.results.refresh()?;
+                    if changed || self.built_from.is_none() {
+                        let version = dir.manifest.get()?.and_then(|m| m.identity.dataset.clone());
+                        self.rows = sample_rows(dir.results.records(), version.as_deref());
+                        self.built_from = Some((dir.results.records().len(), 1));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn doc_reads<T: serde::de::DeserializeOwned>(doc: &Document<T>) -> usize {
+    usize::try_from(doc.reads()).unwrap_or(usize::MAX)
+}
+
+fn official_rows(file: &OfficialFile) -> Vec<Row> {
+    official_samples(file)
+        .enumerate()
+        .map(|(index, (task_id, sample))| {
+            let status = sample["status"].as_str().unwrap_or("fail").to_string();
+            let details = sample["details"].as_object();
+            let first = details.and_then(|d| d.iter().next());
+            let mut haystack = String::new();
+            for (name, detail) in details.into_iter().flatten() {
+                haystack.push_str(name);
+                haystack.push('\n');
+                haystack.push_str(head(detail.as_str().unwrap_or_default(), SEARCHABLE_BYTES));
+            }
+            Row {
+                index,
+                task_id: task_id.clone(),
+                reason: first
+                    .and_then(|(_, d)| last_line(d.as_str().unwrap_or_default()))
+                    .or_else(|| first.map(|(name, _)| format!("{name} did not pass")))
+                    .unwrap_or_else(|| status.clone()),
+                status,
+                test: first.map(|(name, _)| name.clone()),
+                seconds: None,
+                memory_bytes: None,
+                turns: None,
+                groups: task_of(None, task_id)
+                    .map(|t| t.libs.clone())
+                    .unwrap_or_default(),
+                haystack: haystack.to_lowercase(),
+            }
+        })
+        .collect()
+}
+
+fn sample_rows(records: &[SampleRecord], version: Option<&str>) -> Vec<Row> {
+    // The last record of a sample wins (a resumed run may have judged it again).
+    let mut by_index: BTreeMap<usize, &SampleRecord> = BTreeMap::new();
+    for record in records {
+        by_index.insert(record.index, record);
+    }
+    by_index
+        .into_values()
+        .map(|r| {
+            let mut haystack = r.reason.clone();
+            for test in r.tests.iter().filter(|t| not_passed(t.result)) {
+                haystack.push('\n');
+                haystack.push_str(&test.name);
+                haystack.push('\n');
+                haystack.push_str(head(&test.detail, SEARCHABLE_BYTES));
+            }
+            haystack.push('\n');
+            haystack.push_str(head(&r.stderr.text, SEARCHABLE_BYTES));
+            Row {
+                index: r.index,
+                task_id: r.task_id.clone(),
+                status: r.status.as_str().into(),
+                test: r
+                    .tests
+                    .iter()
+                    .find(|t| not_passed(t.result))
+                    .map(|t| t.name.clone()),
+                reason: r.reason.clone(),
+                seconds: Some(r.wall_seconds),
+                memory_bytes: r.memory_peak_bytes,
+                turns: None,
+                groups: task_of(version, &r.task_id)
+                    .map(|t| t.libs.clone())
+                    .unwrap_or_default(),
+                haystack: haystack.to_lowercase(),
+            }
+        })
+        .collect()
+}
+
+fn episode_rows(records: &[EpisodeRecord]) -> Vec<Row> {
+    let mut by_task: BTreeMap<u64, &EpisodeRecord> = BTreeMap::new();
+    for record in records {
+        by_task.insert(task_number(&record.task_id), record);
+    }
+    by_task
+        .into_iter()
+        .map(|(number, r)| {
+            let mut haystack = r.reason.clone();
+            for cell in r.cells.iter().filter(|c| c.status != Status::Pass) {
+                haystack.push('\n');
+                haystack.push_str(&cell.reason);
+            }
+            Row {
+                index: usize::try_from(number).unwrap_or(usize::MAX),
+                task_id: r.task_id.clone(),
+                status: r.status.as_str().into(),
+                test: None,
+                reason: r.reason.clone(),
+                seconds: Some(r.seconds),
+                memory_bytes: None,
+                turns: Some(r.turns),
+                groups: r.category.iter().cloned().collect(),
+                haystack: haystack.to_lowercase(),
+            }
+        })
+        .collect()
+}
+
+/// A BigCodeBench sample: the prompt, what the model said and what ran, each test.
+fn bigcodebench_sample(
+    dir: &mut DirFiles,
+    manifest: Option<&Manifest>,
+    row: &Row,
+) -> Result<Value, ViewError> {
+    dir.samples.refresh()?;
+    dir.generation.refresh()?;
+    let record = dir
+        .results
+        .records()
+        .iter()
+        .rev()
+        .find(|r| r.index == row.index)
+        .cloned();
+    let samples = dir.samples.records();
+    let sample = samples.get(row.index);
+    let code = sample
+        .and_then(|s| s["solution"].as_str().or(s["completion"].as_str()))
+        .unwrap_or_default();
+    // The sample is its task's n-th in the samples file, and so its n-th answer.
+    let nth = samples[..row.index.min(samples.len())]
+        .iter()
+        .filter(|s| s["task_id"].as_str() == Some(&row.task_id))
+        .count();
+    let raw = dir
+        .generation
+        .records()
+        .iter()
+        .filter(|g| g.task_id == row.task_id)
+        .flat_map(|g| g.raw.iter())
+        .nth(nth)
+        .cloned()
+        .or_else(|| {
+            sample
+                .and_then(|s| s["raw_solution"].as_str())
+                .map(str::to_string)
+        });
+    let version = manifest.and_then(|m| m.identity.dataset.as_deref());
+    let split = manifest.and_then(|m| m.identity.split.as_deref());
+    let task = task_of(version, &row.task_id);
+    Ok(json!({
+        "benchmark": "bigcodebench",
+        "row": row,
+        "prompt": task.map(|t| prompt(t, split)),
+        "test_code": task.map(|t| t.test.clone()),
+        "raw": raw,
+        "code": code,
+        "record": record,
+    }))
+}
+
+/// A PyBench episode, turn by turn: each reply, the cell it ran, what came back, the figures
+/// it drew; then the files the episode wrote.
+fn episode(dir: &mut DirFiles, row: &Row) -> Result<Value, ViewError> {
+    dir.trajectories.refresh()?;
+    let record = dir
+        .episodes
+        .records()
+        .iter()
+        .rev()
+        .find(|r| task_number(&r.task_id) == row.index as u64)
+        .cloned();
+    let number = row.index.to_string();
+    let trajectory = dir
+        .trajectories
+        .records()
+        .iter()
+        .rev()
+        .find(|t| t.index == number);
+    let mut preamble = Vec::new();
+    let mut steps: Vec<Value> = Vec::new();
+    let mut turn = 0u32;
+    for message in trajectory
+        .map(|t| t.messages.as_slice())
+        .unwrap_or_default()
+    {
+        if message.role == "assistant" {
+            turn += 1;
+            let cell = record
+                .as_ref()
+                .and_then(|r| r.cells.iter().find(|c| c.turn == turn));
+            steps.push(json!({
+                "turn": turn,
+                "message": message.content,
+                "cell": cell.map(|c| json!({
+                    "status": c.status.as_str(),
+                    "reason": c.reason,
+                    "seconds": c.seconds,
+                    "restarted": c.restarted,
+                    // Paths in the run directory (`figures/<index>-<turn>-<n>.png`).
+                    "figures": c.figures,
+                })),
+                "observation": Value::Null,
+            }));
+        } else if let Some(step) = steps.last_mut().filter(|s| s["observation"].is_null()) {
+            step["observation"] = json!(message.content);
+        } else {
+            preamble.push(json!({"role": message.role, "content": message.content}));
+        }
+    }
+    let outputs: Vec<String> = record
+        .as_ref()
+        .map(|r| {
+            r.outputs
+                .iter()
+                .map(|o| format!("tasks/{}/output/{o}", row.index))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(json!({
+        "benchmark": "pybench",
+        "row": row,
+        "record": record,
+        "preamble": preamble,
+        "steps": steps,
+        "outputs": outputs,
+    }))
+}
