@@ -70,7 +70,18 @@ fn failed(e: crate::ViewError) -> Problem {
 
 pub async fn runs(State(viewer): State<Arc<Viewer>>) -> Response {
     blocking(move || {
-        let summaries: Vec<_> = viewer.runs.iter().map(|r| r.summary()).collect();
+        // Each run on its own thread: a first read of full runs is parsing-bound.
+        let summaries: Vec<_> = std::thread::scope(|scope| {
+            let readers: Vec<_> = viewer
+                .runs
+                .iter()
+                .map(|r| scope.spawn(|| r.summary()))
+                .collect();
+            readers
+                .into_iter()
+                .map(|reader| reader.join().expect("a run's summary does not panic"))
+                .collect()
+        });
         Ok(Json(summaries).into_response())
     })
     .await

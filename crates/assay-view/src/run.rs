@@ -137,6 +137,10 @@ struct DirFiles {
     manifest: Document<Manifest>,
     results: Journal<SampleRecord>,
     samples: Journal<Value>,
+    /// `samples.jsonl`, whose lines the runs list counts without parsing them, and the count
+    /// with the stamp of the file it was made from.
+    samples_path: PathBuf,
+    samples_count: Option<(Stamp, usize)>,
     generation: Journal<GenerationRecord>,
     episodes: Journal<EpisodeRecord>,
     trajectories: Journal<TrajectoryRecord>,
@@ -197,6 +201,8 @@ impl RunSource {
                 manifest: Document::new(root.join("manifest.json")),
                 results: Journal::new(root.join("results.jsonl")),
                 samples: Journal::new(root.join("samples.jsonl")),
+                samples_path: root.join("samples.jsonl"),
+                samples_count: None,
                 generation: Journal::new(root.join("generation.jsonl")),
                 episodes: Journal::new(root.join("results.jsonl")),
                 trajectories: Journal::new(root.join("trajectory.jsonl")),
@@ -269,8 +275,16 @@ impl RunSource {
                 summary.expected = if pybench {
                     None
                 } else {
-                    dir.samples.refresh()?;
-                    let n = dir.samples.records().len();
+                    let now = stamp(&dir.samples_path);
+                    let n = match (now, dir.samples_count) {
+                        (None, _) => 0,
+                        (Some(now), Some((then, n))) if now == then => n,
+                        (Some(now), _) => {
+                            let n = count_lines(&dir.samples_path)?;
+                            dir.samples_count = Some((now, n));
+                            n
+                        }
+                    };
                     (n > 0).then_some(n)
                 };
                 summary.state = activity(self.root.as_deref().unwrap_or(&self.path));
@@ -479,6 +493,15 @@ fn vanished(path: &Path) -> ViewError {
         path: path.to_path_buf(),
         line: 0,
         message: "no longer there".into(),
+    }
+}
+
+/// The lines of a file (none when it does not exist).
+fn count_lines(path: &Path) -> Result<usize, ViewError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(bytes.iter().filter(|&&b| b == b'\n').count()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(ViewError::io(path, e)),
     }
 }
 
