@@ -55,6 +55,8 @@ function failure(error) {
   return el("p", { class: "error-box" }, String(error.message || error));
 }
 
+/** Terminal colour codes (NLTK's and pytest's messages carry them) left out of shown text. */
+const plain = (text) => String(text ?? "").replace(/\x1b\[[0-9;]*[A-Za-z]/g, "");
 const pct = (x) => (x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%");
 const secs = (s) => (s === null || s === undefined ? "–" : s < 10 ? s.toFixed(2) + " s" : s.toFixed(1) + " s");
 const mib = (b) => (b === null || b === undefined ? "–" : (b / 1048576).toFixed(1) + " MiB");
@@ -176,7 +178,7 @@ async function runView(id, params) {
   const head = el("div");
   const statusSelect = el("select", { name: "status" });
   const groupSelect = el("select", { name: "group" });
-  const taskInput = el("input", { type: "search", name: "task", value: filter.task, placeholder: "13 or BigCodeBench/13" });
+  const taskInput = el("input", { type: "search", name: "task", value: filter.task, placeholder: pybench ? "13 or PyBench/13" : "13 or BigCodeBench/13" });
   const textInput = el("input", { type: "search", name: "q", value: filter.q, placeholder: "e.g. AssertionError" });
   const sortSelect = el("select", { name: "sort" },
     ...[["index", "sample order"], ["task", "task"], ["slowest", "slowest first"]].map(([v, t]) =>
@@ -338,7 +340,7 @@ async function sampleView(id, index, params) {
     tests.length ? el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "test"), el("th", {}, "result"), el("th", { class: "num" }, "time"))),
       el("tbody", {}, ...tests.map((t) => el("tr", {}, el("td", {}, t.name), el("td", {}, badge(t.result, t.result === "pass" ? "pass" : ["skip", "xfail"].includes(t.result) ? "infra" : "fail")),
         el("td", { class: "num" }, t.seconds === undefined ? "–" : secs(t.seconds)))))) : el("p", { class: "muted" }, "No test reported."),
-    ...failing.filter((t) => t.detail).map((t) => el("div", {}, el("h2", {}, `Traceback: ${t.name}`), el("pre", { class: "trace" }, t.detail))),
+    ...failing.filter((t) => t.detail).map((t) => el("div", {}, el("h2", {}, `Traceback: ${t.name}`), el("pre", { class: "trace" }, plain(t.detail)))),
     el("div", { class: "grid2" },
       el("div", {}, el("h2", {}, "Code that ran (sanitized)"), el("pre", { class: "code" }, detail.code || "(none kept)")),
       el("div", {}, el("h2", {}, "Test"), el("pre", {}, detail.test_code || "(the task is not in the embedded dataset)"))),
@@ -351,7 +353,7 @@ async function sampleView(id, index, params) {
 function captured(title, stream) {
   if (!stream || !stream.total_bytes) return null;
   const note = stream.truncated ? ` (first ${stream.text.length} of ${stream.total_bytes} bytes)` : "";
-  return el("details", { open: true }, el("summary", {}, title + note), el("pre", {}, stream.text));
+  return el("details", { open: true }, el("summary", {}, title + note), el("pre", {}, plain(stream.text)));
 }
 
 // ---------------------------------------------------------------- a PyBench episode
@@ -367,7 +369,7 @@ function episodeView(id, detail) {
       el("h3", {}, `Turn ${step.turn}`, step.cell ? badge(step.cell.status) : el("span", { class: "muted" }, "no code: the answer"),
         step.cell ? el("span", { class: "muted" }, `${step.cell.reason} · ${secs(step.cell.seconds)}${step.cell.restarted ? " · interpreter restarted" : ""}`) : null),
       ...message(step.message),
-      step.observation !== null ? el("details", { open: true }, el("summary", {}, "What the interpreter said"), el("pre", { class: bad ? "trace" : "" }, step.observation)) : null,
+      step.observation !== null ? el("details", { open: true }, el("summary", {}, "What the interpreter said"), el("pre", { class: bad ? "trace" : "" }, plain(step.observation))) : null,
       step.cell && step.cell.figures.length ? el("div", { class: "shots" }, ...step.cell.figures.map((f) => el("img", { src: files(f), alt: f, loading: "lazy" }))) : null);
   });
   show(
