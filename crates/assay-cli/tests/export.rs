@@ -514,4 +514,70 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
     );
     assert_eq!(results["scores"][0]["metrics"]["accuracy"]["value"], 0.5);
     assert_eq!(log["stats"]["model_usage"], serde_json::json!({}));
+
+    // The same recordings judged as they are (`assay eval pybench`): the conversations come
+    // from the trajectories file the evaluation judged, which its manifest names.
+    let recordings = data.join("trajectory.jsonl");
+    let judged = assay(
+        &[
+            "eval",
+            "pybench",
+            "--trajectories",
+            &recordings.display().to_string(),
+            "--data",
+            &data.display().to_string(),
+            "--tasks",
+            "18,134",
+            "--out",
+            "eval",
+        ],
+        dir.path(),
+    );
+    assert!(judged.status.success(), "{}", text(&judged.stderr));
+    let exported = assay(
+        &[
+            "export",
+            "eval",
+            "--format",
+            "inspect",
+            "--out",
+            "eval.json",
+        ],
+        dir.path(),
+    );
+    assert!(exported.status.success(), "{}", text(&exported.stderr));
+    assert!(
+        !text(&exported.stderr).contains("warning"),
+        "{}",
+        text(&exported.stderr)
+    );
+    let read = read_back(&dir.path().join("eval.json"));
+    let log = &read["log"];
+    assert_eq!(log["eval"]["metadata"]["kind"], "pybench-eval");
+    assert_eq!(log["plan"]["steps"][0]["solver"], "recorded_trajectories");
+    let recorded = lines(&recordings);
+    for sample in log["samples"].as_array().unwrap() {
+        let index = sample["id"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("PyBench/");
+        let trajectory = recorded.iter().find(|t| t["index"] == index).unwrap();
+        let contents: Vec<&Value> = sample["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["content"])
+            .collect();
+        let expected: Vec<&Value> = trajectory["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| &m["content"])
+            .collect();
+        assert_eq!(contents, expected, "{index}");
+        assert!(
+            sample["scores"]["assay"]["value"].is_string(),
+            "{index} was judged"
+        );
+    }
 }

@@ -296,3 +296,73 @@ fn a_pybench_rerun_keeps_each_tasks_last_record() {
     assert_eq!(log.stats.model_usage["openai/gpt-x"].total_tokens, 9);
     assert_eq!(log.eval.model, "openai/gpt-x");
 }
+
+#[test]
+fn a_pybench_evaluation_reads_its_conversations_from_the_trajectories_it_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded.jsonl");
+    let trajectory = json!({
+        "messages": [
+            {"role": "system", "content": "You are an AI Agent"},
+            {"role": "user", "content": "What is 2+2?"},
+            {"role": "assistant", "content": "Finished: 4"},
+        ],
+        "index": "134",
+        "user": "What is 2+2?",
+    });
+    let bytes = format!("{trajectory}\n");
+    std::fs::write(&recorded, &bytes).unwrap();
+    let run = dir.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let identity = |digest: &str| Identity {
+        benchmark: Some("pybench".into()),
+        model: Some("recorded-recorded".into()),
+        checks: Some("fixed".into()),
+        samples_digest: Some(digest.into()),
+        ..Identity::default()
+    };
+    let episode = json!({
+        "task_id": "PyBench/134",
+        "status": "pass",
+        "reason": "the answer has what the check looks for",
+        "verdicts": {
+            "faithful": {"status": "pass", "reason": "f"},
+            "fixed": {"status": "pass", "reason": "x"},
+        },
+        "turns": 1,
+        "end": "recorded",
+        "seconds": 0.0,
+    });
+    let digest = blake3::hash(bytes.as_bytes()).to_hex()[..16].to_string();
+    let recorded_path = recorded.to_str().unwrap();
+    write_run(
+        &run,
+        Kind::PybenchEval,
+        identity(&digest),
+        Some(recorded_path),
+        &[("results.jsonl", vec![episode.clone()])],
+    );
+    let judged = export(&run).unwrap();
+    assert!(judged.warnings.is_empty(), "{:?}", judged.warnings);
+    let sample = &judged.log.samples[0];
+    assert_eq!(sample.messages.len(), 3);
+    assert_eq!(sample.output.completion, "Finished: 4");
+    assert_eq!(judged.log.eval.model, "none/recorded-recorded");
+    assert_eq!(judged.log.eval.task_args["protocol"], "recorded");
+
+    // Recordings changed since: the samples stay, without their conversations, and it says so.
+    write_run(
+        &run,
+        Kind::PybenchEval,
+        identity("0000000000000000"),
+        Some(recorded_path),
+        &[("results.jsonl", vec![episode])],
+    );
+    let changed = export(&run).unwrap();
+    assert!(changed.log.samples[0].messages.is_empty());
+    assert!(
+        changed.warnings[0].contains("has changed since it was judged"),
+        "{:?}",
+        changed.warnings
+    );
+}
