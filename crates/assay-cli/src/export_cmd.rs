@@ -39,20 +39,20 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         eprintln!("assay: warning: {warning}");
     }
     let text = serde_json::to_string_pretty(&export.log)?;
-    let out = args
-        .out
-        .unwrap_or_else(|| PathBuf::from(INSPECT_LOG_DIR).join(""));
-    if out == Path::new("-") {
-        let mut stdout = std::io::stdout().lock();
-        stdout.write_all(text.as_bytes())?;
-        stdout.write_all(b"\n")?;
-        return Ok(0);
-    }
-    let path = if out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/') {
-        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-        out.join(&export.file_name)
-    } else {
-        out
+    let path = match args.out {
+        Some(out) if out == Path::new("-") => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.write_all(b"\n")?;
+            return Ok(0);
+        }
+        Some(file) if !is_folder(&file) => file,
+        folder => {
+            let folder = folder.unwrap_or_else(|| PathBuf::from(INSPECT_LOG_DIR));
+            std::fs::create_dir_all(&folder)
+                .with_context(|| format!("creating {}", folder.display()))?;
+            folder.join(&export.file_name)
+        }
     };
     write_whole(&path, text.as_bytes())?;
     let log = &export.log;
@@ -75,6 +75,11 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         log.results.completed_samples
     );
     Ok(0)
+}
+
+/// Whether `--out` names a folder: one that exists, or a path written with a trailing `/`.
+fn is_folder(out: &Path) -> bool {
+    out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/')
 }
 
 /// Writes `bytes` to `path` whole or not at all: a viewer watching the folder never reads a
