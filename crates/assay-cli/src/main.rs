@@ -6,6 +6,7 @@ mod args;
 mod check_cmd;
 mod env_cmd;
 mod eval_cmd;
+mod export_cmd;
 mod generate_cmd;
 mod print;
 mod progress;
@@ -49,6 +50,9 @@ enum Command {
     /// Compare runs: pass@k with 95% intervals, status counts, time and tokens, and each run
     /// against a baseline (the paired difference, McNemar's test, the tasks that flipped).
     Report(report_cmd::ReportArgs),
+    /// Write a run directory as an Inspect AI eval log, for `inspect view` (by default into
+    /// ./logs/, where it looks).
+    Export(export_cmd::ExportArgs),
     /// Browse runs in a local web UI: runs, samples filtered by status, task, library and
     /// error text, each sample's tests and traceback, PyBench episodes turn by turn, diffs.
     View(view_cmd::ViewArgs),
@@ -74,6 +78,7 @@ fn main() -> std::process::ExitCode {
             None => block_on(run_cmd::run(args)),
         },
         Command::Report(args) => report_cmd::run(args),
+        Command::Export(args) => export_cmd::run(args),
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),
         Command::View(args) => block_on(view_cmd::run(args)),
     };

@@ -159,5 +159,5 @@ fn env_status_lists_every_profile() {
         .iter()
         .map(|p| p["profile"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bigcodebench", "test", "pybench"]);
+    assert_eq!(names, ["bigcodebench", "test", "pybench", "inspect"]);
 }

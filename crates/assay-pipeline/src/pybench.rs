@@ -325,6 +325,12 @@ pub async fn pybench(
     let mut manifest = Manifest::new(kind, identity);
     manifest.python = Some(engine.python_version().to_string());
     manifest.isolation = Some(engine.isolation().clone());
+    // The recordings judged, as `assay eval` names its samples file: the conversations of an
+    // evaluation are there, not in the directory.
+    if let Source::Recorded { trajectories, .. } = &request.source {
+        manifest.samples =
+            Some(std::fs::canonicalize(trajectories).unwrap_or_else(|_| trajectories.clone()));
+    }
     if let (Some(Model::Chat(client)), Source::Episodes { access, .. }) = (&model, &request.source)
     {
         manifest.model_access = Some(ModelAccess {

@@ -97,9 +97,24 @@ const PYBENCH: Profile = Profile {
     ],
 };
 
+/// Not an environment evaluated code runs in: the reader of what `assay export --format inspect`
+/// writes. A profile all the same, so that the version the export is checked against is pinned
+/// and installed the way every other environment is, and a user gets the viewer the same way.
+const INSPECT: Profile = Profile {
+    name: "inspect",
+    summary: "inspect_ai, to open the logs `assay export --format inspect` writes \
+              (`inspect view`); no code is evaluated in it",
+    requirements: include_str!("../profiles/inspect.txt"),
+    // What setup imports to prove the environment works (no job runs here).
+    preload: &["inspect_ai.log"],
+    nltk_data: &[],
+    python: (3, 11),
+    programs: &[],
+};
+
 impl Profile {
     /// Every profile this build knows, the default first.
-    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST, PYBENCH];
+    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST, PYBENCH, INSPECT];
 
     /// The profile used when none is named.
     pub fn default_profile() -> Profile {
@@ -180,7 +195,10 @@ mod tests {
         assert_eq!(Profile::by_name("test").unwrap().name, "test");
         let err = Profile::by_name("nope").unwrap_err().to_string();
         assert!(
-            err.contains("bigcodebench") && err.contains("test") && err.contains("pybench"),
+            err.contains("bigcodebench")
+                && err.contains("test")
+                && err.contains("pybench")
+                && err.contains("inspect"),
             "{err}"
         );
     }
@@ -214,5 +232,12 @@ mod tests {
             .pins_package("ipython"));
         let names: Vec<_> = p.programs.iter().map(|t| t.name).collect();
         assert_eq!(names, ["ffmpeg", "ffprobe"]);
+    }
+
+    #[test]
+    fn inspect_profile_pins_the_log_reader_the_export_is_checked_against() {
+        let p = Profile::by_name("inspect").unwrap();
+        assert!(p.pins().any(|l| l == "inspect-ai==0.3.285"));
+        assert_eq!(p.preload, ["inspect_ai.log"]);
     }
 }

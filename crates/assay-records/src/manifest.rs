@@ -154,7 +154,7 @@ pub struct Manifest {
     pub identity: Identity,
     /// Unix seconds when the run started (the official results' `date`).
     pub started_at: u64,
-    /// The samples file judged (`eval`).
+    /// The samples file judged (`eval`), or the trajectories file (`eval pybench`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub samples: Option<PathBuf>,
     /// The dataset's source (the ground-truth cache).

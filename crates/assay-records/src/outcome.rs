@@ -74,6 +74,22 @@ pub enum TestResult {
     NotRun,
 }
 
+impl TestResult {
+    /// The word records use.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TestResult::Pass => "pass",
+            TestResult::Fail => "fail",
+            TestResult::Error => "error",
+            TestResult::Skip => "skip",
+            TestResult::ExpectedFailure => "xfail",
+            TestResult::UnexpectedSuccess => "xpass",
+            TestResult::Crashed => "crashed",
+            TestResult::NotRun => "not-run",
+        }
+    }
+}
+
 /// One test method's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestOutcome {
@@ -135,6 +151,22 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_value(status).unwrap(), word);
             assert_eq!(status.to_string(), word);
+        }
+    }
+
+    #[test]
+    fn test_results_name_themselves_as_records_do() {
+        for result in [
+            TestResult::Pass,
+            TestResult::Fail,
+            TestResult::Error,
+            TestResult::Skip,
+            TestResult::ExpectedFailure,
+            TestResult::UnexpectedSuccess,
+            TestResult::Crashed,
+            TestResult::NotRun,
+        ] {
+            assert_eq!(serde_json::to_value(result).unwrap(), result.as_str());
         }
     }
 

@@ -110,6 +110,19 @@ pub enum InfraCause {
     NoAnswer(String),
 }
 
+impl InfraCause {
+    /// The word records use for the cause (`network`, `missing-module`...).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            InfraCause::Engine(_) => "engine",
+            InfraCause::MissingModule(_) => "missing-module",
+            InfraCause::NltkData(_) => "nltk-data",
+            InfraCause::Network(_) => "network",
+            InfraCause::NoAnswer(_) => "no-answer",
+        }
+    }
+}
+
 impl std::fmt::Display for InfraCause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -21,7 +21,9 @@ use assay_score::{pass_at_k, DEFAULT_KS};
 use serde::{Deserialize, Serialize};
 
 pub use html::{escape, html};
-pub use source::{Failure, Run, SourceError, TaskResult};
+pub use source::{
+    read_lines, read_manifest, read_numbered_lines, Failure, Run, SourceError, TaskResult,
+};
 pub use terminal::render;
 
 /// Bootstrap resamples of the Elo ratings (each one a full fit).

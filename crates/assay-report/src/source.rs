@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TestResult, TokenUsage,
+    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TokenUsage, SCHEMA,
 };
 use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -118,8 +118,20 @@ fn invalid(path: &Path, line: usize, message: impl Into<String>) -> SourceError 
     }
 }
 
-/// The records of a JSON-lines file; a missing file has none.
-fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SourceError> {
+/// The records of a JSON-lines file; a missing file has none. A line that is not a record is
+/// an error naming the file and the line.
+pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SourceError> {
+    Ok(read_numbered_lines(path)?
+        .into_iter()
+        .map(|(_, record)| record)
+        .collect())
+}
+
+/// [`read_lines`] with each record's line number (from 1), for readers that check records
+/// against each other and must say where one is wrong.
+pub fn read_numbered_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<Vec<(usize, T)>, SourceError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -130,6 +142,7 @@ fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, Sou
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(n, line)| {
             serde_json::from_str(line)
+                .map(|record| (n + 1, record))
                 .map_err(|e| invalid(path, n + 1, format!("not a valid record: {e}")))
         })
         .collect()
@@ -141,11 +154,28 @@ fn label_of(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
-fn load_dir(dir: &Path) -> Result<Run, SourceError> {
-    let manifest_path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&manifest_path).map_err(io(&manifest_path))?;
+/// A run directory's `manifest.json`; one written by a newer assay (a higher schema) is
+/// refused, never misread.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, SourceError> {
+    let path = dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
     let manifest: Manifest = serde_json::from_str(&text)
-        .map_err(|e| invalid(&manifest_path, e.line(), format!("not a manifest: {e}")))?;
+        .map_err(|e| invalid(&path, e.line(), format!("not a manifest: {e}")))?;
+    if manifest.schema > SCHEMA {
+        return Err(invalid(
+            &path,
+            0,
+            format!(
+                "schema {} was written by a newer assay (this one reads {SCHEMA})",
+                manifest.schema
+            ),
+        ));
+    }
+    Ok(manifest)
+}
+
+fn load_dir(dir: &Path) -> Result<Run, SourceError> {
+    let manifest = read_manifest(dir)?;
     let identity = &manifest.identity;
     let mut run = Run {
         label: label_of(dir),
@@ -197,12 +227,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
                     .get(record.index)
                     .and_then(|s| s["solution"].as_str().or(s["completion"].as_str()))
                     .unwrap_or_default();
-                let failed = record.tests.iter().find(|t| {
-                    !matches!(
-                        t.result,
-                        TestResult::Pass | TestResult::Skip | TestResult::ExpectedFailure
-                    )
-                });
+                let failed = record.first_failure();
                 run.failures.push(Failure {
                     task_id: record.task_id.clone(),
                     status: record.status.as_str().into(),

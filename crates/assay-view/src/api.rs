@@ -174,7 +174,7 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
             base.loaded().map_err(failed)?,
             run.loaded().map_err(failed)?,
         );
-        let report = assay_report::report(&[(*base_run).clone(), (*run_run).clone()], 0);
+        let comparison = assay_report::compare(&base_run, &run_run);
         let (base_first, run_first) = (
             base.first_samples().map_err(failed)?,
             run.first_samples().map_err(failed)?,
@@ -213,9 +213,9 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
                 .unwrap_or(u64::MAX)
         });
         Ok(Json(json!({
-            "base": report.runs.first(),
-            "run": report.runs.get(1),
-            "comparison": report.comparisons.first(),
+            "base": assay_report::figures(&base_run),
+            "run": assay_report::figures(&run_run),
+            "comparison": comparison,
             "tasks": tasks,
         }))
         .into_response())

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use serde::de::DeserializeOwned;
 
-use crate::ViewError;
+use crate::{io_error, ViewError};
 
 /// A JSON-lines file and the records read from it so far, in file order.
 pub struct Journal<T> {
@@ -46,7 +46,7 @@ impl<T: DeserializeOwned> Journal<T> {
                 self.reset(None);
                 return Ok(had);
             }
-            Err(e) => return Err(ViewError::io(&self.path, e)),
+            Err(e) => return Err(io_error(&self.path, e)),
         };
         let mut changed = false;
         if self.inode != Some(meta.ino()) || meta.len() < self.consumed {
@@ -56,12 +56,12 @@ impl<T: DeserializeOwned> Journal<T> {
         if meta.len() == self.consumed {
             return Ok(changed);
         }
-        let mut file = std::fs::File::open(&self.path).map_err(|e| ViewError::io(&self.path, e))?;
+        let mut file = std::fs::File::open(&self.path).map_err(|e| io_error(&self.path, e))?;
         file.seek(SeekFrom::Start(self.consumed))
-            .map_err(|e| ViewError::io(&self.path, e))?;
+            .map_err(|e| io_error(&self.path, e))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
-            .map_err(|e| ViewError::io(&self.path, e))?;
+            .map_err(|e| io_error(&self.path, e))?;
         let Some(end) = bytes.iter().rposition(|&b| b == b'\n') else {
             return Ok(changed);
         };
@@ -153,8 +153,8 @@ impl<T: DeserializeOwned> Document<T> {
             self.value = match now {
                 None => None,
                 Some(_) => {
-                    let text = std::fs::read_to_string(&self.path)
-                        .map_err(|e| ViewError::io(&self.path, e))?;
+                    let text =
+                        std::fs::read_to_string(&self.path).map_err(|e| io_error(&self.path, e))?;
                     Some(serde_json::from_str(&text).map_err(|e| ViewError::Invalid {
                         path: self.path.clone(),
                         line: e.line(),

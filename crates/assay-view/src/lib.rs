@@ -28,39 +28,14 @@ use axum::Router;
 
 pub use run::{Filter, Page, Row, RunSource, Summary};
 
-/// Why a run cannot be shown. Every message names the file, and the line where there is one.
-#[derive(Debug, thiserror::Error)]
-pub enum ViewError {
-    /// The file system refused.
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The content is not what it should be.
-    #[error("{path}:{line}: {message}")]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// The line, from 1 (0: the file as a whole).
-        line: usize,
-        /// What is wrong.
-        message: String,
-    },
-    /// The report could not read the run.
-    #[error("{0}")]
-    Report(String),
-}
+/// Why a run cannot be shown: the report's reading errors, which name the file and line.
+pub use assay_report::SourceError as ViewError;
 
-impl ViewError {
-    fn io(path: &Path, source: std::io::Error) -> ViewError {
-        ViewError::Io {
-            path: path.to_path_buf(),
-            source,
-        }
+/// The file system's refusal, naming the file.
+fn io_error(path: &Path, source: std::io::Error) -> ViewError {
+    ViewError::Io {
+        path: path.to_path_buf(),
+        source,
     }
 }
 

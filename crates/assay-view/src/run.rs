@@ -11,13 +11,13 @@ use assay_records::{
     EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TestResult,
     TrajectoryRecord,
 };
-use assay_report::{report, Run, RunFigures};
+use assay_report::{figures, Run, RunFigures};
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::journal::{stamp, Document, Journal, Stamp};
-use crate::ViewError;
+use crate::{io_error, ViewError};
 
 /// How much of a failure's text the error search looks through, per sample.
 const SEARCHABLE_BYTES: usize = 8 << 10;
@@ -182,7 +182,7 @@ impl RunSource {
     /// A run directory (it has a `manifest.json`) or an official results file. Nothing is read
     /// yet but whether it exists.
     pub fn open(id: usize, path: &Path) -> Result<RunSource, ViewError> {
-        let meta = std::fs::metadata(path).map_err(|e| ViewError::io(path, e))?;
+        let meta = std::fs::metadata(path).map_err(|e| io_error(path, e))?;
         let label = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -196,7 +196,7 @@ impl RunSource {
                     message: "missing: not a run directory".into(),
                 });
             }
-            let root = std::fs::canonicalize(path).map_err(|e| ViewError::io(path, e))?;
+            let root = std::fs::canonicalize(path).map_err(|e| io_error(path, e))?;
             let dir = DirFiles {
                 manifest: Document::new(root.join("manifest.json")),
                 results: Journal::new(root.join("results.jsonl")),
@@ -318,12 +318,8 @@ impl RunSource {
                 return Ok((f.run.clone(), f.figures.clone()));
             }
         }
-        let run = Run::load(&self.path).map_err(|e| ViewError::Report(e.to_string()))?;
-        let figures = report(std::slice::from_ref(&run), 0)
-            .runs
-            .into_iter()
-            .next()
-            .expect("one run in, one out");
+        let run = Run::load(&self.path)?;
+        let figures = figures(&run);
         let run = Arc::new(run);
         state.figures = Some(Figures {
             stamps,
@@ -501,7 +497,7 @@ fn count_lines(path: &Path) -> Result<usize, ViewError> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(bytes.iter().filter(|&&b| b == b'\n').count()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-        Err(e) => Err(ViewError::io(path, e)),
+        Err(e) => Err(io_error(path, e)),
     }
 }
 

@@ -62,6 +62,13 @@ pub fn pybench_env() -> Environment {
     ENV.get_or_init(|| set_up("pybench")).clone()
 }
 
+/// The `inspect` environment (inspect_ai, pinned), set up in the shared environments directory
+/// first: the reader every export is checked with.
+pub fn inspect_env() -> Environment {
+    static ENV: OnceLock<Environment> = OnceLock::new();
+    ENV.get_or_init(|| set_up("inspect")).clone()
+}
+
 /// The environment of `profile` in the user's environments directory, set up if it is not.
 fn set_up(profile: &str) -> Environment {
     let profile = Profile::by_name(profile).expect("a known profile");

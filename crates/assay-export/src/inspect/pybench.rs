@@ -1,0 +1,294 @@
+//! PyBench run directories (`assay run pybench`, `assay eval pybench`) as Inspect samples: one
+//! per task (the last record of each in `results.jsonl`), its conversation from
+//! `trajectory.jsonl` as upstream's format keeps it. The interpreter's observations are user
+//! messages there (`[INFO]This is a Code Interpreter Message:`), which is what a model
+//! driven through upstream's markdown protocol receives; they stay user messages here. An
+//! `infra` episode (it could not run, or its check could not be made) carries an `error` and no
+//! score.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use assay_records::{
+    CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Kind, Manifest, Status, TokenUsage,
+    TrajectoryRecord,
+};
+use assay_report::{read_lines, SourceError};
+use assay_tasks::pybench::PyBench;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::log::{
+    ChatMessage, EvalDataset, EvalError, EvalPlanStep, EvalSample, GenerateConfig, ModelOutput,
+    ModelUsage, Role, SampleFacts, Score, StopReason, Verdict, CORRECT, INCORRECT, SCORER,
+};
+use super::Benchmark;
+
+/// What a PyBench episode recorded besides its verdicts (the sample's metadata).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpisodeFacts {
+    /// The paper's category.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The headline status: `pass`, `fail` or `infra`.
+    pub status: Status,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// Why the episode ended.
+    pub end: EpisodeEnd,
+    /// Replies the model gave.
+    pub turns: u32,
+    /// Each executed cell.
+    pub cells: Vec<CellRecord>,
+    /// The images cells displayed, under the run's `figures/`.
+    pub figures: Vec<String>,
+    /// The files the episode left, under the run's `tasks/<index>/output/`.
+    pub outputs: Vec<String>,
+    /// Wall time of the episode.
+    pub seconds: f64,
+}
+
+/// assay's verdicts on an episode (the score's metadata).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpisodeVerdict {
+    /// The headline status.
+    pub status: Status,
+    /// Why.
+    pub reason: String,
+    /// Which way of judging heads the run: `faithful` or `fixed`.
+    pub checks: Option<String>,
+    /// Upstream's test reproduced, bugs included.
+    pub faithful: CheckVerdict,
+    /// The same test with upstream's bugs corrected.
+    pub fixed: CheckVerdict,
+}
+
+/// The episodes of the PyBench run in `dir`, played by `model`.
+pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Benchmark, SourceError> {
+    let identity = &manifest.identity;
+    let mut warnings = Vec::new();
+    let mut episodes: Vec<EpisodeRecord> = Vec::new();
+    for record in read_lines::<EpisodeRecord>(&dir.join("results.jsonl"))? {
+        // A rerun appends the episodes it runs again: the last record of a task is its own.
+        match episodes.iter_mut().find(|e| e.task_id == record.task_id) {
+            Some(earlier) => *earlier = record,
+            None => episodes.push(record),
+        }
+    }
+    let mut trajectories = read_lines::<TrajectoryRecord>(&dir.join("trajectory.jsonl"))?;
+    if manifest.kind == Kind::PybenchEval {
+        match recorded(manifest) {
+            Ok(recorded) => trajectories.extend(recorded),
+            Err(why) => warnings.push(format!("the conversations are left empty: {why}")),
+        }
+    }
+    let trajectories: HashMap<String, TrajectoryRecord> = trajectories
+        .into_iter()
+        .map(|t| (format!("{}{}", assay_tasks::pybench::ID_PREFIX, t.index), t))
+        .collect();
+    let data = match identity
+        .dataset
+        .as_deref()
+        .map(Path::new)
+        .map(PyBench::load)
+    {
+        Some(Ok(data)) if identity.dataset_digest.as_ref() == Some(&data.digest) => Some(data),
+        Some(Ok(data)) => {
+            warnings.push(format!(
+                "the queries of tasks without a trajectory are left empty: {} has changed \
+                 since the run",
+                data.root.display()
+            ));
+            None
+        }
+        Some(Err(e)) => {
+            warnings.push(format!(
+                "the queries of tasks without a trajectory are left empty: {e}"
+            ));
+            None
+        }
+        None => None,
+    };
+
+    let mut usage = TokenUsage::default();
+    let mut samples = Vec::new();
+    for episode in &episodes {
+        usage += &episode.tokens;
+        let trajectory = trajectories.get(&episode.task_id);
+        let input = trajectory
+            .map(|t| t.user.clone())
+            .or_else(|| {
+                let task = data.as_ref()?.get(&episode.task_id)?;
+                Some(task.user.clone())
+            })
+            .unwrap_or_default();
+        let messages = trajectory
+            .map(|t| conversation(&t.messages, model))
+            .unwrap_or_default();
+        let last = messages.iter().rev().find(|m| m.role == Role::Assistant);
+        let output = match last {
+            Some(reply) => ModelOutput::answer(reply.clone(), StopReason::Unknown),
+            None => ModelOutput {
+                model: model.to_string(),
+                ..ModelOutput::default()
+            },
+        };
+        let mut model_usage = BTreeMap::new();
+        if episode.tokens != TokenUsage::default() {
+            model_usage.insert(model.to_string(), ModelUsage::from(&episode.tokens));
+        }
+        let (scores, error) = judged(episode, identity.checks.clone(), &output.completion);
+        samples.push(EvalSample {
+            id: episode.task_id.clone(),
+            epoch: 1,
+            input,
+            target: String::new(),
+            messages,
+            output,
+            scores,
+            metadata: Some(SampleFacts::PyBench(EpisodeFacts {
+                category: episode.category.clone(),
+                status: episode.status,
+                reason: episode.reason.clone(),
+                end: episode.end,
+                turns: episode.turns,
+                figures: episode
+                    .cells
+                    .iter()
+                    .flat_map(|c| c.figures.iter().cloned())
+                    .collect(),
+                cells: episode.cells.clone(),
+                outputs: episode.outputs.clone(),
+                seconds: episode.seconds,
+            })),
+            model_usage,
+            total_time: Some(episode.seconds),
+            error,
+            turn_count: Some(episode.turns),
+        });
+    }
+
+    let mut task_args = BTreeMap::new();
+    if let Some(checks) = &identity.checks {
+        task_args.insert("checks".to_string(), Value::from(checks.as_str()));
+    }
+    task_args.insert(
+        "protocol".to_string(),
+        Value::from(identity.protocol.as_deref().unwrap_or("recorded")),
+    );
+    Ok(Benchmark {
+        task: "pybench".into(),
+        task_args,
+        dataset: EvalDataset {
+            name: "pybench".into(),
+            location: identity.dataset.clone().unwrap_or_default(),
+            samples: episodes.len(),
+            sample_ids: episodes.iter().map(|e| e.task_id.clone()).collect(),
+        },
+        steps: vec![plan_step(manifest)],
+        generate_config: GenerateConfig::default(),
+        epochs: 1,
+        samples,
+        usage,
+        warnings,
+    })
+}
+
+/// The trajectories an evaluation judged (the manifest's `samples`), when they are the ones it
+/// judged (the digest its identity recorded).
+fn recorded(manifest: &Manifest) -> Result<Vec<TrajectoryRecord>, String> {
+    let path = manifest
+        .samples
+        .as_deref()
+        .ok_or("the manifest does not name the trajectories judged (an older assay wrote it)")?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let digest = &blake3::hash(&bytes).to_hex()[..16];
+    match manifest.identity.samples_digest.as_deref() {
+        Some(recorded) if recorded != digest => Err(format!(
+            "{} has changed since it was judged (digest {digest} here, {recorded} then)",
+            path.display()
+        )),
+        _ => read_lines(path).map_err(|e| e.to_string()),
+    }
+}
+
+/// Upstream's messages as Inspect's: the system prompt and the opening user messages (the
+/// `[INFO]` file message, the query) are the task's input, replies are the model's, and what
+/// comes back after the first reply is the interpreter's, as user messages.
+fn conversation(messages: &[assay_records::Message], model: &str) -> Vec<ChatMessage> {
+    let mut replied = false;
+    messages
+        .iter()
+        .map(|message| match message.role.as_str() {
+            "assistant" => {
+                replied = true;
+                ChatMessage::generated(model, message.content.clone())
+            }
+            "system" => ChatMessage::input(Role::System, message.content.clone()),
+            _ if !replied => ChatMessage::input(Role::User, message.content.clone()),
+            _ => ChatMessage {
+                content: message.content.clone(),
+                source: None,
+                role: Role::User,
+                model: None,
+            },
+        })
+        .collect()
+}
+
+/// The score of a judged episode, or the error of one that could not be judged.
+fn judged(
+    episode: &EpisodeRecord,
+    checks: Option<String>,
+    final_reply: &str,
+) -> (Option<BTreeMap<String, Score>>, Option<EvalError>) {
+    if episode.status == Status::Infra {
+        let error = EvalError::new(format!("infra: {}", episode.reason), episode.reason.clone());
+        return (None, Some(error));
+    }
+    let score = Score {
+        value: if episode.status == Status::Pass {
+            CORRECT
+        } else {
+            INCORRECT
+        },
+        answer: final_reply.to_string(),
+        explanation: episode.reason.clone(),
+        metadata: Some(Verdict::PyBench(EpisodeVerdict {
+            status: episode.status,
+            reason: episode.reason.clone(),
+            checks,
+            faithful: episode.verdicts.faithful.clone(),
+            fixed: episode.verdicts.fixed.clone(),
+        })),
+    };
+    (Some(BTreeMap::from([(SCORER.to_string(), score)])), None)
+}
+
+/// How the episodes came about.
+fn plan_step(manifest: &Manifest) -> EvalPlanStep {
+    let identity = &manifest.identity;
+    let mut params = BTreeMap::new();
+    if manifest.kind == Kind::PybenchEval {
+        return EvalPlanStep {
+            solver: "recorded_trajectories".into(),
+            params,
+        };
+    }
+    if let Some(protocol) = &identity.protocol {
+        params.insert("protocol".into(), Value::from(protocol.as_str()));
+    }
+    if let Some(turns) = identity.max_turns {
+        params.insert("max_turns".into(), Value::from(turns));
+    }
+    if let Some(seconds) = identity.cell_timeout_seconds {
+        params.insert("cell_timeout_seconds".into(), Value::from(seconds));
+    }
+    if let Some(chars) = identity.observation_chars {
+        params.insert("observation_chars".into(), Value::from(chars));
+    }
+    EvalPlanStep {
+        solver: "pybench_agent".into(),
+        params,
+    }
+}
