@@ -149,6 +149,16 @@ fn pybench_run(dir: &Path) -> PathBuf {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The same recording judged as it stands, without running it.
+    let judged = assay_command(dir)
+        .args(["eval", "pybench", "--trajectories"])
+        .arg(&trajectory)
+        .arg("--data")
+        .arg(pybench_data())
+        .args(["--tasks", "2", "--out", "pybench-eval"])
+        .output()
+        .unwrap();
+    assert!(judged.status.success(), "{}", text(&judged.stderr));
     dir.join("pybench")
 }
 
@@ -206,12 +216,13 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
         official_results("checkpoint-200"),
         official_results("checkpoint-400"),
     );
-    let server = Server::start(dir.path(), &[&bcb, &pybench, &c200, &c400]);
+    let pybench_eval = dir.path().join("pybench-eval");
+    let server = Server::start(dir.path(), &[&bcb, &pybench, &c200, &c400, &pybench_eval]);
     let mut browser = Browser::start(1400, 1000);
 
     // The runs list, with each run's pass@1 and interval.
     browser.goto(&format!("{}/", server.url));
-    browser.wait_for("document.querySelectorAll('table.runs tbody tr').length === 4");
+    browser.wait_for("document.querySelectorAll('table.runs tbody tr').length === 5");
     let page = browser.text();
     for expected in [
         "bcb",
@@ -325,6 +336,11 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
         "{headers}"
     );
     assert!(body.contains("<script>"));
+
+    // An evaluation of the recording shows the conversation it judged.
+    let judged = server.json("/api/runs/4/samples/2");
+    assert_eq!(judged["steps"].as_array().unwrap().len(), 3, "{judged}");
+    assert_eq!(judged["record"]["end"], "recorded");
 
     // Two runs: the paired difference, the test, the flipped tasks.
     browser.goto(&format!("{}/#/diff/2/3", server.url));

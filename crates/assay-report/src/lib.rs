@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use html::{escape, html};
 pub use source::{
-    read_lines, read_manifest, read_numbered_lines, Failure, Run, SourceError, TaskResult,
+    judged_trajectories, read_lines, read_manifest, read_numbered_lines, Failure, Run, SourceError,
+    TaskResult,
 };
 pub use terminal::render;
 

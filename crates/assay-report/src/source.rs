@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TokenUsage, SCHEMA,
+    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TokenUsage,
+    TrajectoryRecord, SCHEMA,
 };
 use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -249,6 +250,24 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         }
     }
     Ok(run)
+}
+
+/// The trajectories an evaluation judged (the manifest's `samples`), when they are the ones it
+/// judged (the digest its identity recorded).
+pub fn judged_trajectories(manifest: &Manifest) -> Result<Vec<TrajectoryRecord>, String> {
+    let path = manifest
+        .samples
+        .as_deref()
+        .ok_or("the manifest does not name the trajectories judged (an older assay wrote it)")?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let digest = &blake3::hash(&bytes).to_hex()[..16];
+    match manifest.identity.samples_digest.as_deref() {
+        Some(recorded) if recorded != digest => Err(format!(
+            "{} has changed since it was judged (digest {digest} here, {recorded} then)",
+            path.display()
+        )),
+        _ => read_lines(path).map_err(|e| e.to_string()),
+    }
 }
 
 /// Each BigCodeBench task's domains (of its libraries) and libraries, from the embedded

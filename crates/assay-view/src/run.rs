@@ -468,7 +468,7 @@ impl RunSource {
                     .as_ref()
                     .is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval))
                 {
-                    return Ok(Some(episode(dir, &row)?));
+                    return Ok(Some(episode(dir, manifest.as_ref(), &row)?));
                 }
                 Ok(Some(bigcodebench_sample(dir, manifest.as_ref(), &row)?))
             }
@@ -820,7 +820,7 @@ fn bigcodebench_sample(
 
 /// A PyBench episode, turn by turn: each reply, the cell it ran, what came back, the figures
 /// it drew; then the files the episode wrote.
-fn episode(dir: &mut DirFiles, row: &Row) -> Result<Value, ViewError> {
+fn episode(dir: &mut DirFiles, manifest: Option<&Manifest>, row: &Row) -> Result<Value, ViewError> {
     dir.trajectories.refresh()?;
     let record = dir
         .episodes
@@ -830,10 +830,17 @@ fn episode(dir: &mut DirFiles, row: &Row) -> Result<Value, ViewError> {
         .find(|r| task_number(&r.task_id) == row.index as u64)
         .cloned();
     let number = row.index.to_string();
+    // An evaluation of recordings keeps no conversation of its own: the recordings it judged
+    // have it, while they are unchanged.
+    let judged = match manifest.filter(|m| m.kind == Kind::PybenchEval) {
+        Some(m) => assay_report::judged_trajectories(m).unwrap_or_default(),
+        None => Vec::new(),
+    };
     let trajectory = dir
         .trajectories
         .records()
         .iter()
+        .chain(&judged)
         .rev()
         .find(|t| t.index == number);
     let mut preamble = Vec::new();

@@ -77,7 +77,7 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
     }
     let mut trajectories = read_lines::<TrajectoryRecord>(&dir.join("trajectory.jsonl"))?;
     if manifest.kind == Kind::PybenchEval {
-        match recorded(manifest) {
+        match assay_report::judged_trajectories(manifest) {
             Ok(recorded) => trajectories.extend(recorded),
             Err(why) => warnings.push(format!("the conversations are left empty: {why}")),
         }
@@ -192,24 +192,6 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
         usage,
         warnings,
     })
-}
-
-/// The trajectories an evaluation judged (the manifest's `samples`), when they are the ones it
-/// judged (the digest its identity recorded).
-fn recorded(manifest: &Manifest) -> Result<Vec<TrajectoryRecord>, String> {
-    let path = manifest
-        .samples
-        .as_deref()
-        .ok_or("the manifest does not name the trajectories judged (an older assay wrote it)")?;
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let digest = &blake3::hash(&bytes).to_hex()[..16];
-    match manifest.identity.samples_digest.as_deref() {
-        Some(recorded) if recorded != digest => Err(format!(
-            "{} has changed since it was judged (digest {digest} here, {recorded} then)",
-            path.display()
-        )),
-        _ => read_lines(path).map_err(|e| e.to_string()),
-    }
 }
 
 /// Upstream's messages as Inspect's: the system prompt and the opening user messages (the
