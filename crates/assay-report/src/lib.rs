@@ -85,11 +85,16 @@ pub struct GroupFigure {
 impl Comparison {
     /// The tasks won and lost, and the test on them, in words.
     pub fn verdict(&self) -> String {
+        // Four decimals, and a bound where they would round a small p to nothing.
+        let p = if self.mcnemar_p < 1e-4 {
+            "p < 0.0001".to_string()
+        } else {
+            format!("p = {:.4}", self.mcnemar_p)
+        };
         format!(
-            "{} won, {} lost; McNemar exact p = {:.4}",
+            "{} won, {} lost; McNemar exact {p}",
             self.won.len(),
             self.lost.len(),
-            self.mcnemar_p
         )
     }
 }
@@ -451,5 +456,26 @@ mod tests {
         let f = figures(&r);
         assert_eq!(f.pass_at_k.keys().copied().collect::<Vec<_>>(), [1, 5]);
         assert!((f.pass_at_k[&1].value - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_p_value_too_small_for_four_decimals_is_bounded_not_rounded_to_zero() {
+        let comparison = |p: f64| Comparison {
+            baseline: "a".into(),
+            run: "b".into(),
+            shared_tasks: 143,
+            difference: None,
+            won: vec![],
+            lost: vec!["BigCodeBench/1".into()],
+            mcnemar_p: p,
+        };
+        assert_eq!(
+            comparison(1e-35).verdict(),
+            "0 won, 1 lost; McNemar exact p < 0.0001"
+        );
+        assert_eq!(
+            comparison(0.0432854).verdict(),
+            "0 won, 1 lost; McNemar exact p = 0.0433"
+        );
     }
 }

@@ -450,7 +450,7 @@ async function diffView(base, other, params) {
       c && c.difference ? el("div", { class: "figure" }, el("div", { class: "value" }, `${c.difference.value >= 0 ? "+" : ""}${pct(c.difference.value)}`),
         el("div", { class: "label" }, `difference on ${c.shared_tasks} shared tasks, 95% CI ${pct(c.difference.low)} – ${pct(c.difference.high)}`)) : null,
       c ? el("div", { class: "figure" }, el("div", { class: "value" }, `${c.won.length} won · ${c.lost.length} lost`),
-        el("div", { class: "label" }, `McNemar exact p = ${c.mcnemar_p.toFixed(4)}`)) : null),
+        el("div", { class: "label" }, `McNemar exact ${c.mcnemar_p < 1e-4 ? "p < 0.0001" : "p = " + c.mcnemar_p.toFixed(4)}`)) : null),
     el("div", { class: "filters" }, el("label", {}, "show", choose), count),
     el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "task"), el("th", { class: "num" }, "baseline passed"),
       el("th", { class: "num" }, "run passed"), el("th", {}, "change"))), body));
