@@ -892,3 +892,146 @@ fn episode(dir: &mut DirFiles, manifest: Option<&Manifest>, row: &Row) -> Result
         "outputs": outputs,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_records::Identity;
+
+    fn run_dir(kind: Kind, files: &[(&str, String)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let identity = Identity {
+            benchmark: Some("pybench".into()),
+            ..Identity::default()
+        };
+        std::fs::write(
+            dir.path().join("manifest.json"),
+            serde_json::to_string(&Manifest::new(kind, identity)).unwrap(),
+        )
+        .unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_damaged_journal_is_named_in_the_runs_list_and_the_table() {
+        let dir = run_dir(
+            Kind::PybenchRun,
+            &[("results.jsonl", "{\"task_id\": \"PyBench/1\"}\n".into())],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let error = run.summary().error.unwrap();
+        assert!(
+            error.contains("results.jsonl:1: not a valid record"),
+            "{error}"
+        );
+        let err = run.page(&Filter::default()).unwrap_err().to_string();
+        assert!(err.contains("results.jsonl:1"), "{err}");
+        assert!(RunSource::open(1, &dir.path().join("nothing")).is_err());
+    }
+
+    #[test]
+    fn official_rows_say_the_exception_and_filter_by_task_number_and_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir
+            .path()
+            .join("m--bigcodebench-complete--x_eval_results.json");
+        let sample = |status: &str, detail: &str| json!({"status": status, "details": if detail.is_empty() { json!({}) } else { json!({"test_a": detail}) }});
+        std::fs::write(
+            &file,
+            json!({"date": "d", "eval": {
+                "BigCodeBench/10": [sample("fail", "Traceback...\n  line 3\nValueError: bad\n\n")],
+                "BigCodeBench/1": [sample("pass", ""), sample("timeout", "")],
+                "BigCodeBench/2": [sample("fail", "AssertionError: 1 != 2")],
+            }})
+            .to_string(),
+        )
+        .unwrap();
+        let run = RunSource::open(0, &file).unwrap();
+        let page = run.page(&Filter::default()).unwrap();
+        let ids: Vec<&str> = page.rows.iter().map(|r| r.task_id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "BigCodeBench/1",
+                "BigCodeBench/1",
+                "BigCodeBench/2",
+                "BigCodeBench/10"
+            ],
+            "task order, by number"
+        );
+        assert_eq!(page.rows[3].reason, "ValueError: bad");
+        assert_eq!(page.rows[3].test.as_deref(), Some("test_a"));
+        let only = |filter: Filter| -> Vec<usize> {
+            run.page(&filter)
+                .unwrap()
+                .rows
+                .iter()
+                .map(|r| r.index)
+                .collect()
+        };
+        let filter = |f: fn(&mut Filter)| {
+            let mut filter = Filter::default();
+            f(&mut filter);
+            filter
+        };
+        assert_eq!(only(filter(|f| f.task = Some("1".into()))), [0, 1]);
+        assert_eq!(
+            only(filter(|f| f.task = Some("bigcodebench/1".into()))),
+            [0, 1, 3]
+        );
+        assert_eq!(
+            only(filter(|f| f.status = Some("failing".into()))),
+            [1, 2, 3]
+        );
+        assert_eq!(only(filter(|f| f.q = Some("VALUEERROR".into()))), [3]);
+        assert_eq!(
+            only(filter(|f| {
+                f.offset = Some(1);
+                f.limit = Some(2)
+            })),
+            [1, 2]
+        );
+        assert_eq!(run.summary().statuses["fail"], 2);
+    }
+
+    #[test]
+    fn an_episode_pairs_each_reply_with_its_cell_and_what_came_back() {
+        let episode = json!({
+            "task_id": "PyBench/7", "status": "fail", "reason": "r",
+            "verdicts": {"faithful": {"status": "fail", "reason": "r"}, "fixed": {"status": "fail", "reason": "r"}},
+            "turns": 2, "end": "answered", "seconds": 1.0, "outputs": ["a.png"],
+            "cells": [{"turn": 1, "status": "error", "reason": "ValueError: x", "seconds": 0.1,
+                       "output_bytes": 3, "observation_chars": 9, "figures": ["figures/7-1-1.png"]}],
+        });
+        let trajectory = json!({"index": "7", "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "[INFO] files"},
+            {"role": "user", "content": "the query"},
+            {"role": "assistant", "content": "```python\n1/0\n```"},
+            {"role": "user", "content": "Error: ValueError"},
+            {"role": "assistant", "content": "Finished: done"},
+        ]});
+        let dir = run_dir(
+            Kind::PybenchRun,
+            &[
+                ("results.jsonl", format!("{episode}\n")),
+                ("trajectory.jsonl", format!("{trajectory}\n")),
+            ],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let detail = run.detail(7).unwrap().unwrap();
+        assert_eq!(detail["preamble"].as_array().unwrap().len(), 3);
+        let steps = detail["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0]["cell"]["status"], "error");
+        assert_eq!(steps[0]["cell"]["figures"], json!(["figures/7-1-1.png"]));
+        assert_eq!(steps[0]["observation"], "Error: ValueError");
+        assert_eq!(steps[1]["cell"], Value::Null);
+        assert_eq!(steps[1]["observation"], Value::Null);
+        assert_eq!(detail["outputs"], json!(["tasks/7/output/a.png"]));
+        assert!(run.detail(8).unwrap().is_none());
+    }
+}
