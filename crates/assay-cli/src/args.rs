@@ -9,7 +9,7 @@ use assay_pipeline::generate::ModelSettings;
 use assay_pipeline::judge::JudgeSettings;
 use assay_pipeline::selection::TaskSelection;
 use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile};
-use assay_records::Split;
+use assay_records::{Shard, Split};
 use assay_sandbox::IsolationMode;
 use assay_tasks::bigcodebench::{Subset, VERSIONS};
 use clap::{Args, ValueEnum};
@@ -63,8 +63,8 @@ pub struct DatasetArgs {
 }
 
 impl DatasetArgs {
-    /// The task selection.
-    pub fn selection(&self) -> TaskSelection {
+    /// The task selection (of `shard` only, when given).
+    pub fn selection(&self, shard: Option<Shard>) -> TaskSelection {
         TaskSelection {
             subset: match self.benchmark {
                 Some(Benchmark::BigcodebenchHard) => Subset::Hard,
@@ -73,7 +73,85 @@ impl DatasetArgs {
             version: self.version.clone(),
             dataset: self.dataset.clone(),
             tasks: self.tasks.clone(),
+            shard,
         }
+    }
+}
+
+/// Which part of the tasks this machine runs, when a run is split over machines.
+#[derive(Args)]
+pub struct ShardArgs {
+    /// Run only shard I of N (I from 0): tasks are dealt whole, in turn, from their sorted ids;
+    /// `assay merge` joins the shards. Default: from a Slurm array task (SLURM_ARRAY_TASK_ID
+    /// from SLURM_ARRAY_TASK_MIN, of SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job
+    /// (JOB_COMPLETION_INDEX, of --shard-count).
+    #[arg(long)]
+    pub shard: Option<Shard>,
+    /// How many shards a Kubernetes Indexed Job has (its `completions`), for
+    /// JOB_COMPLETION_INDEX.
+    #[arg(long, env = "ASSAY_SHARD_COUNT")]
+    pub shard_count: Option<u32>,
+}
+
+impl ShardArgs {
+    /// The shard asked for, or the one the cluster's environment gives this process; says so
+    /// on standard error when it came from the environment.
+    pub fn resolve(&self) -> Result<Option<Shard>> {
+        let found = self.resolve_from(|name| std::env::var(name).ok())?;
+        if let (None, Some((shard, from))) = (self.shard, &found) {
+            eprintln!("assay: running shard {shard} (from {from})");
+        }
+        Ok(found.map(|(shard, _)| shard))
+    }
+
+    /// The shard, and the variable it was read from (empty: the option).
+    fn resolve_from(
+        &self,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<(Shard, &'static str)>> {
+        let number = |name: &'static str| -> Result<Option<u32>> {
+            var(name)
+                .map(|v| {
+                    v.trim()
+                        .parse::<u32>()
+                        .with_context(|| format!("{name}={v:?} is not a number"))
+                })
+                .transpose()
+        };
+        let checked = |index: u32, count: u32, from: &'static str| {
+            Shard::new(index, count)
+                .map(|shard| Some((shard, from)))
+                .map_err(|e| anyhow::anyhow!("{from}: {e}"))
+        };
+        if let Some(shard) = self.shard {
+            if let Some(count) = self.shard_count.filter(|&c| c != shard.count) {
+                anyhow::bail!("--shard {shard} and --shard-count {count} disagree");
+            }
+            return Ok(Some((shard, "")));
+        }
+        if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+            let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+            let count = number("SLURM_ARRAY_TASK_COUNT")?.context(
+                "SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT: pass --shard I/N",
+            )?;
+            if number("SLURM_ARRAY_TASK_STEP")?.is_some_and(|step| step != 1) {
+                anyhow::bail!(
+                    "the Slurm array has a step other than 1: submit it as --array=0-{} (or                      pass --shard I/N)",
+                    count.saturating_sub(1)
+                );
+            }
+            let index = id.checked_sub(min).with_context(|| {
+                format!("SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}")
+            })?;
+            return checked(index, count, "SLURM_ARRAY_TASK_ID");
+        }
+        if let Some(index) = number("JOB_COMPLETION_INDEX")? {
+            let count = self.shard_count.context(
+                "JOB_COMPLETION_INDEX is set but not the number of shards: pass --shard-count N                  or set ASSAY_SHARD_COUNT (the Job's completions)",
+            )?;
+            return checked(index, count, "JOB_COMPLETION_INDEX");
+        }
+        Ok(None)
     }
 }
 
@@ -270,6 +348,82 @@ impl ModelArgs {
             concurrency: self.concurrency,
             request_timeout: self.request_timeout,
             retries: self.retries,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(
+        shard: Option<&str>,
+        count: Option<u32>,
+        env: &[(&str, &str)],
+    ) -> Result<Option<String>> {
+        let args = ShardArgs {
+            shard: shard.map(|s| s.parse().unwrap()),
+            shard_count: count,
+        };
+        let found = args.resolve_from(|name| {
+            env.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })?;
+        Ok(found.map(|(shard, _)| shard.to_string()))
+    }
+
+    #[test]
+    fn the_shard_comes_from_the_option_or_the_cluster() {
+        assert_eq!(resolve(None, None, &[]).unwrap(), None);
+        assert_eq!(
+            resolve(Some("1/3"), None, &[("SLURM_ARRAY_TASK_ID", "0")])
+                .unwrap()
+                .unwrap(),
+            "1/3"
+        );
+        let slurm = [
+            ("SLURM_ARRAY_TASK_ID", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ];
+        assert_eq!(resolve(None, None, &slurm).unwrap().unwrap(), "2/4");
+        let k8s = [("JOB_COMPLETION_INDEX", "5")];
+        assert_eq!(resolve(None, Some(8), &k8s).unwrap().unwrap(), "5/8");
+        for (shard, count, env, says) in [
+            (None, None, &k8s[..], "ASSAY_SHARD_COUNT"),
+            (
+                None,
+                Some(4),
+                &k8s[..],
+                "JOB_COMPLETION_INDEX: shard 5 of 4 does not exist",
+            ),
+            (
+                None,
+                None,
+                &[("SLURM_ARRAY_TASK_ID", "x")][..],
+                "SLURM_ARRAY_TASK_ID=\"x\" is not a number",
+            ),
+            (
+                None,
+                None,
+                &[("SLURM_ARRAY_TASK_ID", "2")][..],
+                "SLURM_ARRAY_TASK_COUNT",
+            ),
+            (
+                None,
+                None,
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "2"),
+                    ("SLURM_ARRAY_TASK_COUNT", "4"),
+                    ("SLURM_ARRAY_TASK_STEP", "2"),
+                ][..],
+                "step",
+            ),
+            (Some("1/3"), Some(4), &[][..], "disagree"),
+        ] {
+            let err = resolve(shard, count, env).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
         }
     }
 }

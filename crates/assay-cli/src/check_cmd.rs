@@ -30,7 +30,7 @@ pub struct CheckArgs {
 
 pub async fn run(args: CheckArgs) -> Result<i32> {
     let request = CheckRequest {
-        tasks: args.tasks.selection(),
+        tasks: args.tasks.selection(None),
         out: args.out,
         guards: args.semantics.guards(),
         engine: args.engine.settings(),

@@ -7,7 +7,7 @@ use anyhow::Result;
 use assay_pipeline::eval::{eval, EvalRequest};
 use clap::Args;
 
-use crate::args::{DatasetArgs, JudgingArgs, RunDirArgs, SplitArg};
+use crate::args::{DatasetArgs, JudgingArgs, RunDirArgs, ShardArgs, SplitArg};
 use crate::print;
 use crate::progress::Progress;
 
@@ -25,6 +25,8 @@ pub struct EvalArgs {
     pub pybench: Option<PybenchEval>,
     #[command(flatten)]
     pub tasks: DatasetArgs,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Samples in the official format: JSON lines with `task_id` and `solution` (or
     /// `completion`), any number per task.
     #[arg(long, required = true)]
@@ -45,7 +47,7 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
     let Some(samples) = args.samples else {
         anyhow::bail!("--samples is required");
     };
-    let tasks = args.tasks.selection();
+    let tasks = args.tasks.selection(args.shard.resolve()?);
     let judge = args.judging.settings();
     judge.validate()?;
     let request = EvalRequest {

@@ -8,7 +8,7 @@ use assay_pipeline::generate::{generate_only, GenerateRequest};
 use clap::Args;
 use serde_json::json;
 
-use crate::args::{DatasetArgs, ModelArgs, RunDirArgs};
+use crate::args::{DatasetArgs, ModelArgs, RunDirArgs, ShardArgs};
 use crate::progress::Progress;
 use crate::secrets;
 
@@ -16,6 +16,8 @@ use crate::secrets;
 pub struct GenerateArgs {
     #[command(flatten)]
     pub tasks: DatasetArgs,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
@@ -30,7 +32,7 @@ pub struct GenerateArgs {
 
 pub async fn run(args: GenerateArgs) -> Result<i32> {
     let request = GenerateRequest {
-        tasks: args.tasks.selection(),
+        tasks: args.tasks.selection(args.shard.resolve()?),
         chosen: args.model.settings().choose(false, secrets::key)?,
         out: args.run_dir.out,
         python: assay_pyenv::Interpreter::discover(args.python.as_deref())?.executable,

@@ -13,7 +13,7 @@ use assay_pyenv::Profile;
 use assay_tasks::pybench::PyBench;
 use clap::{Args, ValueEnum};
 
-use crate::args::EngineArgs;
+use crate::args::{EngineArgs, ShardArgs};
 use crate::print;
 use crate::progress::Progress;
 use crate::secrets;
@@ -47,6 +47,8 @@ pub struct Common {
     /// Only these tasks (comma-separated indices or ids: 3,PyBench/15).
     #[arg(long, value_delimiter = ',')]
     pub tasks: Vec<String>,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     /// Which verdict heads the results (both are recorded).
     #[arg(long, value_enum, default_value_t = ChecksArg::Faithful)]
     pub checks: ChecksArg,
@@ -159,6 +161,7 @@ async fn execute(common: Common, source: Source) -> Result<i32> {
     let request = PybenchRequest {
         data,
         tasks: common.tasks,
+        shard: common.shard.resolve()?,
         checks,
         out: common.out,
         env: engine.environment().await?,

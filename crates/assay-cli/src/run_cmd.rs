@@ -6,7 +6,7 @@ use assay_pipeline::run::{run as run_pipeline, RunRequest};
 use clap::Args;
 use serde_json::json;
 
-use crate::args::{DatasetArgs, JudgingArgs, ModelArgs, RunDirArgs};
+use crate::args::{DatasetArgs, JudgingArgs, ModelArgs, RunDirArgs, ShardArgs};
 use crate::print;
 use crate::progress::Progress;
 use crate::secrets;
@@ -27,6 +27,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub tasks: DatasetArgs,
     #[command(flatten)]
+    pub shard: ShardArgs,
+    #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub run_dir: RunDirArgs,
@@ -39,7 +41,7 @@ pub struct RunArgs {
 
 pub async fn run(args: RunArgs) -> Result<i32> {
     let chosen = args.model.settings().choose(true, secrets::key)?;
-    let tasks = args.tasks.selection();
+    let tasks = args.tasks.selection(args.shard.resolve()?);
     if args.model.model.is_none() && !args.json {
         let benchmark = tasks.benchmark();
         eprintln!(

@@ -18,7 +18,7 @@ use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec};
 use assay_pyenv::Environment;
 use assay_records::{
     CheckVerdict, EpisodeEnd, EpisodeRecord, GenerationRecord, Identity, Kind, Listener, Manifest,
-    ModelAccess, PybenchSummary, RunEvent, Status, TokenUsage, TrajectoryRecord, Verdicts,
+    ModelAccess, PybenchSummary, RunEvent, Shard, Status, TokenUsage, TrajectoryRecord, Verdicts,
 };
 use assay_rundir::{Journal, RunDir, SUMMARY};
 use assay_sandbox::{Engine, InputFile, Limits, SessionSpec, Tree};
@@ -82,6 +82,8 @@ pub struct PybenchRequest {
     pub data: PathBuf,
     /// Task indices or ids (empty: all).
     pub tasks: Vec<String>,
+    /// Only this shard of those tasks (`Shard::deal` over their ids).
+    pub shard: Option<Shard>,
     /// The headline verdict.
     pub checks: Mode,
     /// The run directory (none: the default name).
@@ -225,6 +227,19 @@ pub async fn pybench(
     if !request.tasks.is_empty() {
         data.select(&request.tasks)?;
     }
+    if let Some(shard) = request.shard {
+        let ids: Vec<String> = data
+            .tasks
+            .iter()
+            .map(|t| format!("{}{}", assay_tasks::pybench::ID_PREFIX, t.index))
+            .collect();
+        let mine: Vec<String> = shard
+            .deal(ids.iter().map(String::as_str))
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        data.select(&mine)?;
+    }
     // Everything that can be wrong with the input is found before anything runs.
     let (kind, model, recorded, identity_model, protocol, settings) = match &request.source {
         Source::Episodes {
@@ -271,8 +286,12 @@ pub async fn pybench(
     };
     let out = request.out.clone().unwrap_or_else(|| {
         let protocol = protocol.map_or("recorded", Protocol::as_str);
+        let shard = request
+            .shard
+            .map(|s| format!("-{}", s.slug()))
+            .unwrap_or_default();
         PathBuf::from("runs").join(format!(
-            "pybench-{}-{protocol}-{}",
+            "pybench-{}-{protocol}-{}{shard}",
             request.checks.as_str(),
             model_slug(&identity_model)
         ))
@@ -300,6 +319,7 @@ pub async fn pybench(
         dataset: Some(request.data.display().to_string()),
         dataset_digest: Some(data.digest.clone()),
         tasks: Some(request.tasks.clone()),
+        shard: request.shard,
         model: Some(identity_model.clone()),
         samples_digest: match (&model, &request.source) {
             (Some(Model::Replay { digest, .. }), _) => Some(digest.clone()),

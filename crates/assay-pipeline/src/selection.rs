@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use assay_records::{Identity, Split};
+use assay_records::{Identity, Shard, Split};
 use assay_tasks::bigcodebench::{Dataset, Subset};
 
 use crate::error::PipelineError;
@@ -18,6 +18,8 @@ pub struct TaskSelection {
     pub dataset: Option<PathBuf>,
     /// Only these task ids (empty: all).
     pub tasks: Vec<String>,
+    /// Only this shard of those tasks (`Shard::deal`).
+    pub shard: Option<Shard>,
 }
 
 impl TaskSelection {
@@ -39,6 +41,14 @@ impl TaskSelection {
             let ids: Vec<String> = self.tasks.iter().map(|t| t.trim().to_string()).collect();
             dataset.select(&ids)?;
         }
+        if let Some(shard) = self.shard {
+            let mine: Vec<String> = shard
+                .deal(dataset.tasks.iter().map(|t| t.task_id.as_str()))
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            dataset.select(&mine)?;
+        }
         Ok(dataset)
     }
 
@@ -49,6 +59,7 @@ impl TaskSelection {
             dataset: Some(self.source()),
             dataset_digest: Some(dataset.digest.clone()),
             tasks: Some(self.tasks.clone()),
+            shard: self.shard,
             ..Identity::default()
         }
     }
@@ -62,14 +73,18 @@ impl TaskSelection {
     }
 
     /// The default run directory of this selection in `split` by `model`:
-    /// `runs/<benchmark>-<version>-<split>-<model>`.
+    /// `runs/<benchmark>-<version>-<split>-<model>`, and `-shard-<I>-of-<N>` for a shard.
     pub fn default_dir(&self, split: Split, model: &str) -> PathBuf {
         let version = match self.dataset {
             Some(_) => "custom",
             None => self.version.as_str(),
         };
+        let shard = self
+            .shard
+            .map(|s| format!("-{}", s.slug()))
+            .unwrap_or_default();
         PathBuf::from("runs").join(format!(
-            "{}-{version}-{}-{model}",
+            "{}-{version}-{}-{model}{shard}",
             self.benchmark(),
             split.as_str(),
         ))

@@ -10,8 +10,8 @@ use crate::isolation::IsolationReport;
 use crate::time_policy::TimePolicy;
 
 /// The run-directory layout this assay writes (`docs/run-directory.md`). A directory written
-/// with a newer schema is refused rather than misread.
-pub const SCHEMA: u32 = 1;
+/// with a newer schema is refused rather than misread. 2: `identity.shard`.
+pub const SCHEMA: u32 = 2;
 
 /// What made a run directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,6 +51,9 @@ pub struct Identity {
     /// The task ids chosen (empty: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<Vec<String>>,
+    /// The part of those tasks this directory runs, when the run is split over machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::Shard>,
     /// The answering model: `reference` or `provider:model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

@@ -167,6 +167,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         dataset: Some("v0.1.4".into()),
         dataset_digest: Some("d".into()),
         tasks: Some(Vec::new()),
+        shard: Some(Shard { index: 1, count: 4 }),
         model: Some("reference".into()),
         direct_completion: Some(false),
         generation: Some(settings),

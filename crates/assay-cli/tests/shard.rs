@@ -1,0 +1,192 @@
+//! `--shard I/N`: each shard judges its own tasks, whole, into a run directory that says which
+//! shard it holds; together the shards judge every task once, with the verdicts of one run.
+//! The shard comes from the option or from the cluster's environment (a Slurm array task, a
+//! Kubernetes Indexed Job).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use assay_tasks::bigcodebench::{Dataset, Subset};
+use common::{assay_command, pybench_data, pybench_env, text};
+use serde_json::{json, Value};
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Each task's statuses in an `eval_results.json`.
+fn statuses(dir: &Path) -> BTreeMap<String, Vec<String>> {
+    read_json(&dir.join("eval_results.json"))["eval"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(task, samples)| {
+            let statuses = samples
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["status"].as_str().unwrap().to_string())
+                .collect();
+            (task.clone(), statuses)
+        })
+        .collect()
+}
+
+#[test]
+fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
+    let task = |n: u32| data.get(&format!("BigCodeBench/{n}")).unwrap().clone();
+    let mut samples = Vec::new();
+    for n in [1, 2, 3, 4, 10] {
+        samples.push(json!({"task_id": format!("BigCodeBench/{n}"), "solution": task(n).reference_solution()}));
+        samples.push(json!({"task_id": format!("BigCodeBench/{n}"), "solution": format!("{}\n    return None\n", task(n).complete_prompt)}));
+    }
+    let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
+    std::fs::write(dir.path().join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
+    let tasks = "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/10";
+    let eval = |out: &str, shard: &[&str], env: &[(&str, &str)]| {
+        let mut command = assay_command(dir.path());
+        command
+            .args([
+                "eval",
+                "bigcodebench",
+                "--samples",
+                "samples.jsonl",
+                "--tasks",
+                tasks,
+            ])
+            .args(["--profile", "test", "--jobs", "2", "--out", out])
+            .args(shard);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    eval("whole", &[], &[]);
+    eval("shard-0", &["--shard", "0/2"], &[]);
+    // The second shard as a Slurm array task numbered from 1 would get it.
+    let said = eval(
+        "shard-1",
+        &[],
+        &[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+        ],
+    );
+    assert!(
+        said.contains("running shard 1/2 (from SLURM_ARRAY_TASK_ID)"),
+        "{said}"
+    );
+
+    let whole = statuses(&dir.path().join("whole"));
+    let (first, second) = (
+        statuses(&dir.path().join("shard-0")),
+        statuses(&dir.path().join("shard-1")),
+    );
+    // Dealt in turn from the ids sorted by number (1, 2, 3, 4, 10): tasks whole, none twice
+    // (the maps list them as text sorts).
+    assert_eq!(
+        first.keys().collect::<Vec<_>>(),
+        ["BigCodeBench/1", "BigCodeBench/10", "BigCodeBench/3"]
+    );
+    assert_eq!(
+        second.keys().collect::<Vec<_>>(),
+        ["BigCodeBench/2", "BigCodeBench/4"]
+    );
+    let mut joined = first.clone();
+    joined.extend(second);
+    assert_eq!(joined, whole);
+    assert!(whole.values().all(|s| s.len() == 2));
+
+    for (out, index) in [("shard-0", 0), ("shard-1", 1)] {
+        let manifest = read_json(&dir.path().join(out).join("manifest.json"));
+        assert_eq!(
+            manifest["identity"]["shard"],
+            json!({"index": index, "count": 2})
+        );
+        assert_eq!(manifest["schema"], 2);
+    }
+    let whole_manifest = read_json(&dir.path().join("whole/manifest.json"));
+    assert!(whole_manifest["identity"].get("shard").is_none());
+
+    // A shard's directory is its shard's: another shard is refused there, naming the field.
+    let mut again = assay_command(dir.path());
+    let out = again
+        .args([
+            "eval",
+            "bigcodebench",
+            "--samples",
+            "samples.jsonl",
+            "--tasks",
+            tasks,
+        ])
+        .args(["--profile", "test", "--out", "shard-0", "--shard", "1/2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("shard"), "{}", text(&out.stderr));
+
+    // A Kubernetes Indexed Job gives the index; the count must be said.
+    let mut k8s = assay_command(dir.path());
+    let out = k8s
+        .args([
+            "eval",
+            "bigcodebench",
+            "--samples",
+            "samples.jsonl",
+            "--tasks",
+            tasks,
+        ])
+        .args(["--profile", "test", "--out", "k8s"])
+        .env("JOB_COMPLETION_INDEX", "1")
+        .env_remove("ASSAY_SHARD_COUNT")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("ASSAY_SHARD_COUNT"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn pybench_shards_deal_tasks_by_number() {
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    let recording = pybench_data().join("trajectory.jsonl");
+    let out = assay_command(dir.path())
+        .args(["eval", "pybench", "--trajectories"])
+        .arg(&recording)
+        .arg("--data")
+        .arg(pybench_data())
+        .args(["--tasks", "2,9,10,18", "--shard", "1/2", "--out", "py"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tasks: Vec<String> = std::fs::read_to_string(dir.path().join("py/results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["task_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    // Sorted by number: 2, 9, 10, 18; the second shard has 9 and 18.
+    let mut sorted = tasks.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["PyBench/18", "PyBench/9"]);
+    let manifest = read_json(&dir.path().join("py/manifest.json"));
+    assert_eq!(
+        manifest["identity"]["shard"],
+        json!({"index": 1, "count": 2})
+    );
+}
