@@ -47,23 +47,29 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
     std::fs::write(dir.path().join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
     let tasks = "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/10";
-    let eval = |out: &str, shard: &[&str], env: &[(&str, &str)]| {
+    // `assay eval` of the samples into `out`, with `extra` arguments and environment.
+    let eval_output = |out: &str, extra: &[&str], env: &[(&str, &str)]| {
         let mut command = assay_command(dir.path());
         command
+            .args(["eval", "bigcodebench", "--samples", "samples.jsonl"])
             .args([
-                "eval",
-                "bigcodebench",
-                "--samples",
-                "samples.jsonl",
                 "--tasks",
                 tasks,
+                "--profile",
+                "test",
+                "--jobs",
+                "2",
+                "--out",
+                out,
             ])
-            .args(["--profile", "test", "--jobs", "2", "--out", out])
-            .args(shard);
+            .args(extra);
         for (name, value) in env {
             command.env(name, value);
         }
-        let out = command.output().unwrap();
+        command.env_remove("ASSAY_SHARD_COUNT").output().unwrap()
+    };
+    let eval = |out: &str, shard: &[&str], env: &[(&str, &str)]| {
+        let out = eval_output(out, shard, env);
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stderr)
     };
@@ -116,38 +122,12 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     assert!(whole_manifest["identity"].get("shard").is_none());
 
     // A shard's directory is its shard's: another shard is refused there, naming the field.
-    let mut again = assay_command(dir.path());
-    let out = again
-        .args([
-            "eval",
-            "bigcodebench",
-            "--samples",
-            "samples.jsonl",
-            "--tasks",
-            tasks,
-        ])
-        .args(["--profile", "test", "--out", "shard-0", "--shard", "1/2"])
-        .output()
-        .unwrap();
+    let out = eval_output("shard-0", &["--shard", "1/2"], &[]);
     assert!(!out.status.success());
     assert!(text(&out.stderr).contains("shard"), "{}", text(&out.stderr));
 
     // A Kubernetes Indexed Job gives the index; the count must be said.
-    let mut k8s = assay_command(dir.path());
-    let out = k8s
-        .args([
-            "eval",
-            "bigcodebench",
-            "--samples",
-            "samples.jsonl",
-            "--tasks",
-            tasks,
-        ])
-        .args(["--profile", "test", "--out", "k8s"])
-        .env("JOB_COMPLETION_INDEX", "1")
-        .env_remove("ASSAY_SHARD_COUNT")
-        .output()
-        .unwrap();
+    let out = eval_output("k8s", &[], &[("JOB_COMPLETION_INDEX", "1")]);
     assert!(!out.status.success());
     assert!(
         text(&out.stderr).contains("ASSAY_SHARD_COUNT"),
