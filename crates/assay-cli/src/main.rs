@@ -8,6 +8,7 @@ mod env_cmd;
 mod eval_cmd;
 mod export_cmd;
 mod generate_cmd;
+mod merge_cmd;
 mod print;
 mod progress;
 mod pybench_cmd;
@@ -47,6 +48,9 @@ enum Command {
     /// solutions answer: a self-check of the whole pipeline that works offline. `assay run
     /// pybench` runs an agent's PyBench episodes, then their checks.
     Run(run_cmd::RunArgs),
+    /// Join the shards of a run (`--shard I/N`, run on many machines) into one run directory,
+    /// its official files and summary written again from the records.
+    Merge(merge_cmd::MergeArgs),
     /// Compare runs: pass@k with 95% intervals, status counts, time and tokens, and each run
     /// against a baseline (the paired difference, McNemar's test, the tasks that flipped).
     Report(report_cmd::ReportArgs),
@@ -77,6 +81,7 @@ fn main() -> std::process::ExitCode {
             Some(run_cmd::PybenchRun::Pybench(args)) => block_on(pybench_cmd::run(args)),
             None => block_on(run_cmd::run(args)),
         },
+        Command::Merge(args) => merge_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Export(args) => export_cmd::run(args),
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),

@@ -121,6 +121,94 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     let whole_manifest = read_json(&dir.path().join("whole/manifest.json"));
     assert!(whole_manifest["identity"].get("shard").is_none());
 
+    // Merged, the shards are the single run: the same official files, samples and verdicts.
+    let merge = |args: &[&str]| {
+        assay_command(dir.path())
+            .arg("merge")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let merged = merge(&["shard-1", "shard-0", "--out", "merged"]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let (whole_dir, merged_dir) = (dir.path().join("whole"), dir.path().join("merged"));
+    assert_eq!(
+        read_json(&merged_dir.join("eval_results.json"))["eval"],
+        read_json(&whole_dir.join("eval_results.json"))["eval"]
+    );
+    assert_eq!(
+        read_json(&merged_dir.join("pass_at_k.json")),
+        read_json(&whole_dir.join("pass_at_k.json"))
+    );
+    assert_eq!(
+        std::fs::read_to_string(merged_dir.join("samples.jsonl")).unwrap(),
+        std::fs::read_to_string(whole_dir.join("samples.jsonl")).unwrap()
+    );
+    let verdicts = |dir: &Path| -> Vec<(u64, String, String)> {
+        std::fs::read_to_string(dir.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let r: Value = serde_json::from_str(l).unwrap();
+                let field = |k: &str| r[k].as_str().unwrap().to_string();
+                (
+                    r["index"].as_u64().unwrap(),
+                    field("task_id"),
+                    field("status"),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(verdicts(&merged_dir), verdicts(&whole_dir));
+    let (merged_summary, whole_summary) = (
+        read_json(&merged_dir.join("summary.json")),
+        read_json(&whole_dir.join("summary.json")),
+    );
+    for field in [
+        "pass_at_k",
+        "statuses",
+        "official",
+        "samples",
+        "tasks_judged",
+        "infra",
+    ] {
+        assert_eq!(merged_summary[field], whole_summary[field], "{field}");
+    }
+    for field in ["pass_rate", "failed_tasks"] {
+        assert_eq!(
+            merged_summary["ground_truth"][field], whole_summary["ground_truth"][field],
+            "ground_truth.{field}"
+        );
+    }
+    let merged_manifest = read_json(&merged_dir.join("manifest.json"));
+    assert!(merged_manifest["identity"].get("shard").is_none());
+    let report = assay_command(dir.path())
+        .args(["report", "--json", "merged"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    // What cannot be merged is refused, saying why.
+    for (args, says) in [
+        (&["shard-0", "--out", "m1"][..], "shards 1/2 are missing"),
+        (
+            &["shard-0", "shard-0", "--out", "m2"][..],
+            "shard 0/2 is given twice",
+        ),
+        (&["shard-0", "whole", "--out", "m3"][..], "not a shard"),
+        (
+            &["shard-0", "shard-1", "--out", "merged"][..],
+            "already holds a run",
+        ),
+    ] {
+        let out = merge(args);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+
     // A shard's directory is its shard's: another shard is refused there, naming the field.
     let out = eval_output("shard-0", &["--shard", "1/2"], &[]);
     assert!(!out.status.success());
@@ -168,5 +256,72 @@ fn pybench_shards_deal_tasks_by_number() {
     assert_eq!(
         manifest["identity"]["shard"],
         json!({"index": 1, "count": 2})
+    );
+}
+
+#[test]
+fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/5";
+    let run = |out: &str, extra: &[&str]| {
+        let out = assay_command(dir.path())
+            .args(["run", "bigcodebench", "--tasks", tasks, "--profile", "test"])
+            .args(["--jobs", "2", "--out", out])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    run("whole", &[]);
+    run("s0", &["--shard", "0/3"]);
+    run("s1", &["--shard", "1/3"]);
+    run("s2", &["--shard", "2/3"]);
+    let out = assay_command(dir.path())
+        .args(["merge", "s2", "s0", "s1", "--out", "merged"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (whole, merged) = (dir.path().join("whole"), dir.path().join("merged"));
+    assert_eq!(
+        read_json(&merged.join("eval_results.json"))["eval"],
+        read_json(&whole.join("eval_results.json"))["eval"]
+    );
+    assert_eq!(
+        read_json(&merged.join("pass_at_k.json")),
+        read_json(&whole.join("pass_at_k.json"))
+    );
+    assert_eq!(
+        std::fs::read_to_string(merged.join("samples.jsonl")).unwrap(),
+        std::fs::read_to_string(whole.join("samples.jsonl")).unwrap(),
+    );
+    // Every request of every shard (a single run journals them as they return, the merge in
+    // task order); the generation's totals over them all.
+    let tasks_of = |dir: &Path| -> Vec<String> {
+        let mut tasks: Vec<String> = std::fs::read_to_string(dir.join("generation.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["task_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        tasks.sort();
+        tasks
+    };
+    assert_eq!(tasks_of(&merged), tasks_of(&whole));
+    let generation = |dir: &Path| read_json(&dir.join("manifest.json"))["generation"].clone();
+    assert_eq!(
+        generation(&merged)["samples"],
+        generation(&whole)["samples"]
+    );
+    assert_eq!(
+        generation(&merged)["totals"]["requests"],
+        generation(&whole)["totals"]["requests"]
+    );
+    assert_eq!(
+        read_json(&merged.join("manifest.json"))["kind"],
+        "bigcodebench-run"
     );
 }

@@ -379,7 +379,8 @@ fn write_samples(
     Ok(rows)
 }
 
-fn totals(records: &[GenerationRecord]) -> GenerationTotals {
+/// What the answered requests of `records` cost, as the manifest's generation totals say.
+pub fn totals(records: &[GenerationRecord]) -> GenerationTotals {
     let mut totals = GenerationTotals::default();
     let mut latency = 0.0;
     for record in records.iter().filter(|r| r.error.is_none()) {

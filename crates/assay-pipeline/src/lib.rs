@@ -9,6 +9,7 @@ mod error;
 pub mod eval;
 pub mod generate;
 pub mod judge;
+pub mod merge;
 pub mod pybench;
 pub mod run;
 pub mod selection;

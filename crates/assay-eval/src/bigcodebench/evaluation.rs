@@ -2,10 +2,13 @@
 //! run directory as it finishes, the reference runs on the way, and at the end the official
 //! files and a summary.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use assay_records::{EvalSummary, Listener, ReferenceResult, RunEvent, SampleRecord};
-use assay_rundir::{RunDir, SUMMARY};
+use assay_records::{
+    EvalSummary, GroundTruthSummary, IsolationLevel, Listener, ReferenceResult, RunEvent,
+    SampleRecord, Split, TimePolicy,
+};
+use assay_rundir::{RunDir, RunDirError, SUMMARY};
 use assay_sandbox::Engine;
 use assay_tasks::bigcodebench::{Dataset, Task};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -142,7 +145,7 @@ impl Evaluation<'_> {
             .iter()
             .map(|t| (t.task_id.as_str(), t))
             .collect();
-        let programs = programs(samples, &tasks, options);
+        let programs = programs(samples, &tasks, options.calibrated);
         let mut results = reuse(
             records,
             samples.samples.iter().map(|s| Wanted {
@@ -241,51 +244,110 @@ impl Evaluation<'_> {
         references.sync()?;
         references.remember_sample_times(results.values())?;
         let ground_truth = references.summary(&dataset.tasks);
-        // Samples the model never answered are `infra`: in both figures, as in the summary.
-        for (i, (task_id, why)) in unanswered.iter().enumerate() {
-            let index = samples.samples.len() + i;
-            results.insert(
-                index,
-                no_answer(index, task_id, why, engine.isolation().level),
-            );
-        }
-        let scores = scores(&results);
-        Written {
-            dataset,
-            samples,
-            options,
-            model,
-            programs: &programs,
-            results: &results,
-            scores: &scores,
-            ground_truth: &ground_truth,
-        }
-        .write(run)?;
-        let summary = summarize(
-            dataset,
-            &results,
-            scores,
-            ground_truth,
-            options.time.clone(),
-            started.elapsed(),
-        );
-        run.write_json(SUMMARY, &summary)?;
+        let summary = conclude(
+            run,
+            Concluded {
+                dataset,
+                samples,
+                split: options.split,
+                calibrated: options.calibrated,
+                time_policy: options.time.clone(),
+                model,
+                results,
+                unanswered,
+                isolation: engine.isolation().level,
+                ground_truth,
+                wall: started.elapsed(),
+            },
+        )?;
         listener.on_event(&RunEvent::JudgingFinished);
         Ok(summary)
     }
+}
+
+/// What an evaluation's derived files are made from: the records of its samples and what they
+/// answer. An evaluation concludes with it, and so does a merge of shards (whose records were
+/// judged elsewhere).
+pub struct Concluded<'a> {
+    /// The tasks.
+    pub dataset: &'a Dataset,
+    /// The samples judged, in file order.
+    pub samples: &'a Samples,
+    /// The prompt style.
+    pub split: Split,
+    /// Whether solutions were calibrated.
+    pub calibrated: bool,
+    /// The time policy (for the summary).
+    pub time_policy: TimePolicy,
+    /// The model's name in `pass_at_k.json`.
+    pub model: &'a str,
+    /// Every sample's record, by index.
+    pub results: BTreeMap<usize, SampleRecord>,
+    /// Samples the model never answered (task, why), numbered after the samples.
+    pub unanswered: &'a [(String, String)],
+    /// The isolation the unanswered samples' records name.
+    pub isolation: IsolationLevel,
+    /// The reference solutions' figures over the tasks.
+    pub ground_truth: GroundTruthSummary,
+    /// The judging's wall time.
+    pub wall: std::time::Duration,
+}
+
+/// Writes `eval_results.json`, `pass_at_k.json` and `summary.json` from the records alone.
+pub fn conclude(run: &RunDir, concluded: Concluded) -> Result<EvalSummary, RunDirError> {
+    let Concluded {
+        dataset,
+        samples,
+        split,
+        calibrated,
+        time_policy,
+        model,
+        mut results,
+        unanswered,
+        isolation,
+        ground_truth,
+        wall,
+    } = concluded;
+    let tasks: HashMap<&str, &Task> = dataset
+        .tasks
+        .iter()
+        .map(|t| (t.task_id.as_str(), t))
+        .collect();
+    let programs = programs(samples, &tasks, calibrated);
+    // Samples the model never answered are `infra`: in both figures, as in the summary.
+    for (i, (task_id, why)) in unanswered.iter().enumerate() {
+        let index = samples.samples.len() + i;
+        results.insert(index, no_answer(index, task_id, why, isolation));
+    }
+    let scores = scores(&results);
+    Written {
+        dataset,
+        samples,
+        split,
+        calibrated,
+        model,
+        programs: &programs,
+        results: &results,
+        scores: &scores,
+        ground_truth: &ground_truth,
+    }
+    .write(run)?;
+    let summary = summarize(dataset, &results, scores, ground_truth, time_policy, wall);
+    run.write_json(SUMMARY, &summary)?;
+    Ok(summary)
 }
 
 /// The program each sample runs and its digest, by sample index.
 fn programs(
     samples: &Samples,
     tasks: &HashMap<&str, &Task>,
-    options: &Options,
+    calibrated: bool,
 ) -> Vec<(String, String)> {
     samples
         .samples
         .iter()
         .map(|sample| {
-            let program = sample.program(tasks[sample.task_id.as_str()], options.calibrated);
+            let program = sample.program(tasks[sample.task_id.as_str()], calibrated);
             let digest = digest(&program);
             (program, digest)
         })

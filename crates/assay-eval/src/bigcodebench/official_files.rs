@@ -3,13 +3,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use assay_records::{GroundTruthSummary, SampleRecord, Scores};
+use assay_records::{GroundTruthSummary, SampleRecord, Scores, Split};
 use assay_rundir::{RunDir, RunDirError};
 use assay_tasks::bigcodebench::{Dataset, Task};
 use serde_json::{json, Value};
 
 use super::ground_truth::failed_ids;
-use super::options::Options;
 use super::samples::Samples;
 use assay_records::verdict::Details;
 
@@ -17,7 +16,8 @@ use assay_records::verdict::Details;
 pub(crate) struct Written<'a> {
     pub dataset: &'a Dataset,
     pub samples: &'a Samples,
-    pub options: &'a Options,
+    pub split: Split,
+    pub calibrated: bool,
     /// The model's name in `pass_at_k.json`.
     pub model: &'a str,
     /// The program each sample ran, by sample index.
@@ -68,9 +68,9 @@ impl Written<'_> {
             pass_at_k.insert(k.clone(), json!(value));
         }
         pass_at_k.insert("model".into(), json!(self.model));
-        pass_at_k.insert("split".into(), json!(self.options.split.as_str()));
+        pass_at_k.insert("split".into(), json!(self.split.as_str()));
         pass_at_k.insert("subset".into(), json!(self.dataset.subset.as_str()));
-        pass_at_k.insert("calibrated".into(), json!(self.options.calibrated));
+        pass_at_k.insert("calibrated".into(), json!(self.calibrated));
         pass_at_k.insert("gt_pass_rate".into(), json!(self.ground_truth.pass_rate));
         pass_at_k.insert("failed_tasks".into(), json!(failed_ids(self.ground_truth)));
         // Not in the official file: what the figures above leave out, and the figure the
