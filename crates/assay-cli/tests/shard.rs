@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::{assay_command, pybench_data, pybench_env, text};
+use common::{assay_command, lines, pybench_data, pybench_env, text};
 use serde_json::{json, Value};
 
 fn read_json(path: &Path) -> Value {
@@ -32,6 +32,32 @@ fn statuses(dir: &Path) -> BTreeMap<String, Vec<String>> {
             (task.clone(), statuses)
         })
         .collect()
+}
+
+/// The `task_id`s of a JSON-lines file's records, sorted as text.
+fn sorted_task_ids(path: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = lines(path)
+        .iter()
+        .map(|r| r["task_id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The official verdicts, `pass_at_k.json` and `samples.jsonl` of a merge are the single run's.
+fn assert_same_files(merged: &Path, whole: &Path) {
+    assert_eq!(
+        read_json(&merged.join("eval_results.json"))["eval"],
+        read_json(&whole.join("eval_results.json"))["eval"]
+    );
+    assert_eq!(
+        read_json(&merged.join("pass_at_k.json")),
+        read_json(&whole.join("pass_at_k.json"))
+    );
+    assert_eq!(
+        std::fs::read_to_string(merged.join("samples.jsonl")).unwrap(),
+        std::fs::read_to_string(whole.join("samples.jsonl")).unwrap()
+    );
 }
 
 #[test]
@@ -132,18 +158,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     let merged = merge(&["shard-1", "shard-0", "--out", "merged"]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
     let (whole_dir, merged_dir) = (dir.path().join("whole"), dir.path().join("merged"));
-    assert_eq!(
-        read_json(&merged_dir.join("eval_results.json"))["eval"],
-        read_json(&whole_dir.join("eval_results.json"))["eval"]
-    );
-    assert_eq!(
-        read_json(&merged_dir.join("pass_at_k.json")),
-        read_json(&whole_dir.join("pass_at_k.json"))
-    );
-    assert_eq!(
-        std::fs::read_to_string(merged_dir.join("samples.jsonl")).unwrap(),
-        std::fs::read_to_string(whole_dir.join("samples.jsonl")).unwrap()
-    );
+    assert_same_files(&merged_dir, &whole_dir);
     let verdicts = |dir: &Path| -> Vec<(u64, String, String)> {
         std::fs::read_to_string(dir.join("results.jsonl"))
             .unwrap()
@@ -238,20 +253,11 @@ fn pybench_shards_deal_tasks_by_number() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let tasks: Vec<String> = std::fs::read_to_string(dir.path().join("py/results.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["task_id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
     // Sorted by number: 2, 9, 10, 18; the second shard has 9 and 18.
-    let mut sorted = tasks.clone();
-    sorted.sort();
-    assert_eq!(sorted, ["PyBench/18", "PyBench/9"]);
+    assert_eq!(
+        sorted_task_ids(&dir.path().join("py/results.jsonl")),
+        ["PyBench/18", "PyBench/9"]
+    );
     let manifest = read_json(&dir.path().join("py/manifest.json"));
     assert_eq!(
         manifest["identity"]["shard"],
@@ -282,34 +288,10 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let (whole, merged) = (dir.path().join("whole"), dir.path().join("merged"));
-    assert_eq!(
-        read_json(&merged.join("eval_results.json"))["eval"],
-        read_json(&whole.join("eval_results.json"))["eval"]
-    );
-    assert_eq!(
-        read_json(&merged.join("pass_at_k.json")),
-        read_json(&whole.join("pass_at_k.json"))
-    );
-    assert_eq!(
-        std::fs::read_to_string(merged.join("samples.jsonl")).unwrap(),
-        std::fs::read_to_string(whole.join("samples.jsonl")).unwrap(),
-    );
+    assert_same_files(&merged, &whole);
     // Every request of every shard (a single run journals them as they return, the merge in
     // task order); the generation's totals over them all.
-    let tasks_of = |dir: &Path| -> Vec<String> {
-        let mut tasks: Vec<String> = std::fs::read_to_string(dir.join("generation.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["task_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-        tasks.sort();
-        tasks
-    };
+    let tasks_of = |dir: &Path| sorted_task_ids(&dir.join("generation.jsonl"));
     assert_eq!(tasks_of(&merged), tasks_of(&whole));
     let generation = |dir: &Path| read_json(&dir.join("manifest.json"))["generation"].clone();
     assert_eq!(
