@@ -12,13 +12,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use assay_eval::bigcodebench::evaluation::{conclude, Concluded};
+use assay_eval::bigcodebench::ground_truth::PEAKS_LISTED;
 use assay_eval::bigcodebench::samples;
 use assay_records::{
     EvalSummary, GenerationDone, GenerationOutcome, GenerationRecord, GroundTruthSummary, Kind,
     Manifest, ProcessPeaks, SampleRecord, Shard, Split, TimePolicy, Unanswered,
 };
 use assay_report::{read_lines, read_manifest};
-use assay_rundir::{RunDir, SAMPLES};
+use assay_rundir::{identity_difference, RunDir, SAMPLES};
 use assay_tasks::bigcodebench::{Dataset, Subset};
 use serde_json::Value;
 
@@ -128,22 +129,8 @@ fn difference(a: &Manifest, b: &Manifest) -> Option<String> {
         identity.shard = None;
         serde_json::to_value(identity).unwrap_or_default()
     };
-    let (a, b) = (unsharded(a), unsharded(b));
-    let empty = serde_json::Map::new();
-    let (a, b) = (
-        a.as_object().unwrap_or(&empty),
-        b.as_object().unwrap_or(&empty),
-    );
-    a.keys()
-        .chain(b.keys())
-        .find(|k| a.get(*k) != b.get(*k))
-        .map(|k| {
-            format!(
-                "{k}: {} there, {} here",
-                a.get(k).unwrap_or(&Value::Null),
-                b.get(k).unwrap_or(&Value::Null)
-            )
-        })
+    identity_difference(&unsharded(a), &unsharded(b))
+        .map(|(key, there, here)| format!("{key}: {there} there, {here} here"))
 }
 
 /// Checks that the parts are the whole run: same settings, every shard once.
@@ -248,15 +235,9 @@ fn ground_truth(parts: &[Part], tasks: usize) -> GroundTruthSummary {
         measured += truth.processes.measured;
         peaks.extend(truth.processes.highest.iter().cloned());
     }
+    // Highest first, as each shard listed its own: the whole run's highest are among them.
     peaks.sort_by(|a: &(String, u64), b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let listed = parts[0]
-        .summary
-        .ground_truth
-        .processes
-        .highest
-        .len()
-        .max(10);
-    peaks.truncate(listed);
+    peaks.truncate(PEAKS_LISTED);
     GroundTruthSummary {
         pass_rate: if tasks == 0 {
             0.0
@@ -286,52 +267,64 @@ pub fn merge(request: MergeRequest) -> Result<MergeReport, PipelineError> {
     let first = &parts[0];
     let dataset = dataset(&first.manifest)?;
 
-    // Each task's samples, records and requests, from the shard that holds it.
-    let mut holder: HashMap<&str, &Part> = HashMap::new();
+    // Each task's samples and records, from the shard that holds it (one pass over the
+    // records; a task in two shards means the shards are not one run's).
+    let mut held: HashMap<&str, (&Part, Vec<&SampleRecord>)> = HashMap::new();
     for part in &parts {
         for record in &part.records {
-            if let Some(other) = holder.insert(record.task_id.as_str(), part) {
-                if other.shard != part.shard {
-                    return Err(invalid(format!(
-                        "{} is in shard {} ({}) and shard {} ({})",
-                        record.task_id,
-                        other.shard,
-                        other.dir.display(),
-                        part.shard,
-                        part.dir.display()
-                    )));
-                }
+            let (holder, records) = held
+                .entry(record.task_id.as_str())
+                .or_insert((part, Vec::new()));
+            if holder.shard != part.shard {
+                return Err(invalid(format!(
+                    "{} is in shard {} ({}) and shard {} ({})",
+                    record.task_id,
+                    holder.shard,
+                    holder.dir.display(),
+                    part.shard,
+                    part.dir.display()
+                )));
             }
+            records.push(record);
         }
     }
     let mut rows = String::new();
     let mut records = Vec::new();
-    let mut generation = Vec::new();
-    let mut unanswered: Vec<(String, String)> = Vec::new();
-    let mut unanswered_tasks: Vec<Unanswered> = Vec::new();
     for task in &dataset.tasks {
-        let id = task.task_id.as_str();
-        for part in &parts {
-            for record in part.records.iter().filter(|r| r.task_id == id) {
-                let mut record = record.clone();
-                rows.push_str(&part.rows[record.index]);
-                rows.push('\n');
-                record.index = records.len();
-                records.push(record);
-            }
-            generation.extend(part.generation.iter().filter(|g| g.task_id == id).cloned());
-            let lacking = part
-                .manifest
-                .generation
-                .iter()
-                .flat_map(|g| &g.outcome.unanswered)
-                .filter(|u| u.task_id == id);
-            for u in lacking {
-                unanswered.extend((0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())));
-                unanswered_tasks.push(u.clone());
-            }
+        let Some((part, held)) = held.get(task.task_id.as_str()) else {
+            continue;
+        };
+        for record in held {
+            let mut record = (*record).clone();
+            rows.push_str(&part.rows[record.index]);
+            rows.push('\n');
+            record.index = records.len();
+            records.push(record);
         }
     }
+    // The requests, and the answers the model never gave, in task order.
+    let order: HashMap<&str, usize> = dataset
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.task_id.as_str(), i))
+        .collect();
+    let position = |id: &str| order.get(id).copied().unwrap_or(usize::MAX);
+    let mut generation: Vec<GenerationRecord> = parts
+        .iter()
+        .flat_map(|p| p.generation.iter().cloned())
+        .collect();
+    generation.sort_by_key(|g| position(&g.task_id));
+    let mut unanswered_tasks: Vec<Unanswered> = parts
+        .iter()
+        .filter_map(|p| p.manifest.generation.as_ref())
+        .flat_map(|g| g.outcome.unanswered.iter().cloned())
+        .collect();
+    unanswered_tasks.sort_by_key(|u| position(&u.task_id));
+    let unanswered: Vec<(String, String)> = unanswered_tasks
+        .iter()
+        .flat_map(|u| (0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())))
+        .collect();
 
     let mut manifest = first.manifest.clone();
     manifest.identity.shard = None;

@@ -456,27 +456,35 @@ fn extends(existing: &Value, wanted: &Value) -> bool {
 }
 
 fn compare_identity(path: &Path, existing: &Value, wanted: &Value) -> Result<(), RunDirError> {
-    if existing == wanted {
-        return Ok(());
+    match identity_difference(existing, wanted) {
+        None => Ok(()),
+        Some((key, existing, wanted)) => Err(RunDirError::Different {
+            path: path.to_path_buf(),
+            key,
+            existing,
+            wanted,
+        }),
     }
-    let differ = |key: String, a: &Value, b: &Value| RunDirError::Different {
-        path: path.to_path_buf(),
-        key,
-        existing: a.to_string(),
-        wanted: b.to_string(),
-    };
-    if let (Some(a), Some(b)) = (existing.as_object(), wanted.as_object()) {
-        for key in a.keys().chain(b.keys()) {
-            let (x, y) = (
-                a.get(key).unwrap_or(&Value::Null),
-                b.get(key).unwrap_or(&Value::Null),
+}
+
+/// The first field where two identities (as JSON) differ, with its value in each; none when
+/// they are equal. Resuming a directory and merging shards both name what differs this way.
+pub fn identity_difference(a: &Value, b: &Value) -> Option<(String, String, String)> {
+    if a == b {
+        return None;
+    }
+    if let (Some(x), Some(y)) = (a.as_object(), b.as_object()) {
+        for key in x.keys().chain(y.keys()) {
+            let (u, v) = (
+                x.get(key).unwrap_or(&Value::Null),
+                y.get(key).unwrap_or(&Value::Null),
             );
-            if x != y {
-                return Err(differ(key.clone(), x, y));
+            if u != v {
+                return Some((key.clone(), u.to_string(), v.to_string()));
             }
         }
     }
-    Err(differ("identity".into(), existing, wanted))
+    Some(("identity".into(), a.to_string(), b.to_string()))
 }
 
 /// The complete records of `results.jsonl`. A torn last line (the writer was killed mid-line)

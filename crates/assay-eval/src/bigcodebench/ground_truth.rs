@@ -100,7 +100,7 @@ impl GroundTruth {
 }
 
 /// Tasks listed by [`GroundTruth::processes`], highest first.
-const PEAKS_LISTED: usize = 10;
+pub const PEAKS_LISTED: usize = 10;
 
 /// `failed_tasks` in the official order (task order).
 pub fn failed_ids(summary: &GroundTruthSummary) -> Vec<&str> {
