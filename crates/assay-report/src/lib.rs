@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use html::{escape, html};
 pub use source::{
-    judged_trajectories, read_lines, read_manifest, read_numbered_lines, Failure, Run, SourceError,
-    TaskResult,
+    finished_at, judged_trajectories, last_write, read_lines, read_manifest, read_numbered_lines,
+    Failure, Run, SourceError, TaskResult,
 };
 pub use terminal::render;
 

@@ -270,6 +270,29 @@ pub fn judged_trajectories(manifest: &Manifest) -> Result<Vec<TrajectoryRecord>,
     }
 }
 
+/// The journals a run appends to while it works.
+const JOURNALS: [&str; 3] = ["results.jsonl", "generation.jsonl", "samples.jsonl"];
+
+/// When the run in `dir` finished: its `summary.json` is written last, at the end of every
+/// session, so a journal written after it means a session that has not finished.
+pub fn finished_at(dir: &Path) -> Option<std::time::SystemTime> {
+    let summary = modified(&dir.join("summary.json"))?;
+    let later = last_write(dir).is_some_and(|written| written > summary);
+    (!later).then_some(summary)
+}
+
+/// When the run in `dir` last wrote one of its journals.
+pub fn last_write(dir: &Path) -> Option<std::time::SystemTime> {
+    JOURNALS
+        .iter()
+        .filter_map(|name| modified(&dir.join(name)))
+        .max()
+}
+
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
 /// Each BigCodeBench task's domains (of its libraries) and libraries, from the embedded
 /// dataset of `version` (the default one when it is not an embedded version).
 fn labels<'a>(

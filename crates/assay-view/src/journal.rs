@@ -21,6 +21,7 @@ pub struct Journal<T> {
     consumed: u64,
     lines: usize,
     records: Vec<T>,
+    changes: u64,
 }
 
 impl<T: DeserializeOwned> Journal<T> {
@@ -32,6 +33,7 @@ impl<T: DeserializeOwned> Journal<T> {
             consumed: 0,
             lines: 0,
             records: Vec::new(),
+            changes: 0,
         }
     }
 
@@ -39,6 +41,17 @@ impl<T: DeserializeOwned> Journal<T> {
     /// cut). A last line without its newline is still being written: it is left for later.
     /// Returns whether the records changed.
     pub fn refresh(&mut self) -> Result<bool, ViewError> {
+        let changed = self.read_on()?;
+        self.changes += u64::from(changed);
+        Ok(changed)
+    }
+
+    /// How many times the records changed: what was built from them is stale when this moved.
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
+    fn read_on(&mut self) -> Result<bool, ViewError> {
         let meta = match std::fs::metadata(&self.path) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -159,9 +159,10 @@ enum Files {
 
 struct State {
     files: Files,
-    /// The rows, and how many records they were built from (rebuilt when that changes).
+    /// The rows, and the version of the records they were built from (rebuilt when the
+    /// records' file changes).
     rows: Vec<Row>,
-    built_from: Option<(usize, usize)>,
+    built_from: Option<u64>,
     figures: Option<Figures>,
 }
 
@@ -269,10 +270,7 @@ impl RunSource {
                     summary.split = m.identity.split.clone();
                     summary.model = m.identity.model.clone();
                 }
-                let pybench = manifest
-                    .as_ref()
-                    .is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval));
-                summary.expected = if pybench {
+                summary.expected = if is_pybench(manifest.as_ref()) {
                     None
                 } else {
                     let now = stamp(&dir.samples_path);
@@ -289,22 +287,17 @@ impl RunSource {
                 };
                 summary.state = activity(self.root.as_deref().unwrap_or(&self.path));
             }
-            Files::Official(_) => {
-                summary.kind = "official".into();
-                summary.benchmark = if self.label.contains("-hard-") {
-                    "bigcodebench-hard".into()
-                } else {
-                    "bigcodebench".into()
-                };
-                summary.split = ["complete", "instruct"]
-                    .into_iter()
-                    .find(|s| self.label.contains(&format!("-{s}")))
-                    .map(str::to_string);
-                summary.model = self.label.split("--").next().map(str::to_string);
-            }
+            // The report reads what an official file's name says (benchmark, split, model).
+            Files::Official(_) => summary.kind = "official".into(),
         }
         if summary.judged > 0 {
-            summary.figures = Some(self.figures(&mut state)?.1);
+            let figures = self.figures(&mut state)?.1;
+            if summary.kind == "official" {
+                summary.benchmark = figures.benchmark.clone();
+                summary.split = figures.split.clone();
+                summary.model = figures.model.clone();
+            }
+            summary.figures = Some(figures);
         }
         Ok(())
     }
@@ -464,10 +457,7 @@ impl RunSource {
             }
             Files::Dir(dir) => {
                 let manifest = dir.manifest.get()?.cloned();
-                if manifest
-                    .as_ref()
-                    .is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval))
-                {
+                if is_pybench(manifest.as_ref()) {
                     return Ok(Some(episode(dir, manifest.as_ref(), &row)?));
                 }
                 Ok(Some(bigcodebench_sample(dir, manifest.as_ref(), &row)?))
@@ -504,29 +494,13 @@ fn count_lines(path: &Path) -> Result<usize, ViewError> {
 /// `finished` (its summary is newer than its journals), `running` (a journal written within
 /// the last minute) or `unfinished`.
 fn activity(dir: &Path) -> String {
-    let modified = |name: &str| {
-        std::fs::metadata(dir.join(name))
-            .and_then(|m| m.modified())
-            .ok()
-    };
-    let last_write = ["results.jsonl", "generation.jsonl", "samples.jsonl"]
-        .into_iter()
-        .filter_map(modified)
-        .max();
-    let summary = modified("summary.json");
-    match (last_write, summary) {
-        (Some(w), Some(s)) if s >= w => "finished",
-        (None, Some(_)) => "finished",
-        (Some(w), _)
-            if SystemTime::now()
-                .duration_since(w)
-                .is_ok_and(|age| age < RUNNING_WITHIN) =>
-        {
-            "running"
-        }
-        _ => "unfinished",
+    if assay_report::finished_at(dir).is_some() {
+        return "finished".into();
     }
-    .into()
+    let recent = assay_report::last_write(dir)
+        .and_then(|written| SystemTime::now().duration_since(written).ok())
+        .is_some_and(|age| age < RUNNING_WITHIN);
+    if recent { "running" } else { "unfinished" }.into()
 }
 
 fn task_number(task_id: &str) -> u64 {
@@ -619,48 +593,44 @@ fn not_passed(result: TestResult) -> bool {
 impl State {
     /// Reads what changed and rebuilds the rows when the records did.
     fn refresh(&mut self) -> Result<(), ViewError> {
-        match &mut self.files {
+        let version = match &mut self.files {
             Files::Official(doc) => {
-                if doc.get()?.is_none() {
-                    self.rows.clear();
-                    self.built_from = None;
-                    return Ok(());
-                }
-                let key = Some((doc_reads(doc), 2));
-                if self.built_from != key {
-                    if let Some(file) = doc.get()? {
-                        self.rows = official_rows(file);
-                    }
-                    self.built_from = key;
-                }
+                doc.get()?;
+                doc.reads()
             }
             Files::Dir(dir) => {
-                let pybench = dir
-                    .manifest
-                    .get()?
-                    .is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval));
-                if pybench {
-                    let changed = dir.episodes.refresh()?;
-                    if changed || self.built_from.is_none() {
-                        self.rows = episode_rows(dir.episodes.records());
-                        self.built_from = Some((dir.episodes.records().len(), 0));
-                    }
+                if is_pybench(dir.manifest.get()?) {
+                    dir.episodes.refresh()?;
+                    dir.episodes.changes()
                 } else {
-                    let changed = dir.results.refresh()?;
-                    if changed || self.built_from.is_none() {
-                        let version = dir.manifest.get()?.and_then(|m| m.identity.dataset.clone());
-                        self.rows = sample_rows(dir.results.records(), version.as_deref());
-                        self.built_from = Some((dir.results.records().len(), 1));
-                    }
+                    dir.results.refresh()?;
+                    dir.results.changes()
                 }
             }
+        };
+        if self.built_from == Some(version) {
+            return Ok(());
         }
+        self.rows = match &mut self.files {
+            Files::Official(doc) => doc.get()?.map(official_rows).unwrap_or_default(),
+            Files::Dir(dir) => {
+                let manifest = dir.manifest.get()?;
+                if is_pybench(manifest) {
+                    episode_rows(dir.episodes.records())
+                } else {
+                    let version = manifest.and_then(|m| m.identity.dataset.clone());
+                    sample_rows(dir.results.records(), version.as_deref())
+                }
+            }
+        };
+        self.built_from = Some(version);
         Ok(())
     }
 }
 
-fn doc_reads<T: serde::de::DeserializeOwned>(doc: &Document<T>) -> usize {
-    usize::try_from(doc.reads()).unwrap_or(usize::MAX)
+/// Whether a manifest is a PyBench run's (episodes), not a BigCodeBench one's (samples).
+fn is_pybench(manifest: Option<&Manifest>) -> bool {
+    manifest.is_some_and(|m| matches!(m.kind, Kind::PybenchRun | Kind::PybenchEval))
 }
 
 fn official_rows(file: &OfficialFile) -> Vec<Row> {

@@ -154,20 +154,10 @@ pub fn export(dir: &Path) -> Result<Export, SourceError> {
     })
 }
 
-/// When the run finished, in Unix seconds: its `summary.json` is written last, after the
-/// results, at the end of every session; a session that has appended results since has not
-/// finished.
+/// When the run finished, in Unix seconds (`assay_report::finished_at`).
 fn finished_at(dir: &Path) -> Option<u64> {
-    let modified = |name: &str| {
-        std::fs::metadata(dir.join(name))
-            .and_then(|m| m.modified())
-            .ok()
-    };
-    let summary = modified("summary.json")?;
-    if modified("results.jsonl").is_some_and(|results| results > summary) {
-        return None;
-    }
-    summary.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
+    let at = assay_report::finished_at(dir)?;
+    at.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
 }
 
 #[cfg(test)]
