@@ -3,14 +3,15 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use assay_pipeline::merge::{merge, MergeRequest};
+use assay_pipeline::merge::{merge, Figures, MergeRequest};
 use clap::Args;
 
 use crate::print;
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// The shards' run directories (`--shard I/N` runs of one BigCodeBench eval or run).
+    /// The shards' run directories (`--shard I/N` runs of one eval or run, BigCodeBench or
+    /// PyBench).
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
     /// The merged run directory (new).
@@ -26,17 +27,34 @@ pub fn run(args: MergeArgs) -> Result<i32> {
         shards: args.shards,
         out: args.out,
     })?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report.summary)?);
-    } else {
-        eprintln!("assay: merged {} shards", report.shards);
-        print::evaluation(
-            &report.benchmark,
-            report.split,
-            &report.version,
-            &report.summary,
-            &report.dir,
+    for dir in &report.same_as_taken {
+        eprintln!(
+            "assay: {} repeats a shard already taken, with the same verdicts: left out",
+            dir.display()
         );
+    }
+    match &report.figures {
+        Figures::Bigcodebench {
+            summary,
+            benchmark,
+            version,
+            split,
+        } => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(summary)?);
+            } else {
+                eprintln!("assay: merged {} shards", report.shards);
+                print::evaluation(benchmark, *split, version, summary, &report.dir);
+            }
+        }
+        Figures::Pybench(summary) => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(summary)?);
+            } else {
+                eprintln!("assay: merged {} shards", report.shards);
+                print::pybench(summary, &report.dir);
+            }
+        }
     }
     Ok(0)
 }

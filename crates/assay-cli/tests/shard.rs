@@ -60,9 +60,9 @@ fn assert_same_files(merged: &Path, whole: &Path) {
     );
 }
 
-#[test]
-fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
-    let dir = tempfile::tempdir().unwrap();
+/// `samples.jsonl` in `dir`: the reference solution and a wrong answer for five tasks, whose
+/// ids are returned as `--tasks` takes them.
+fn write_samples(dir: &Path) -> &'static str {
     let data = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
     let task = |n: u32| data.get(&format!("BigCodeBench/{n}")).unwrap().clone();
     let mut samples = Vec::new();
@@ -71,8 +71,31 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
         samples.push(json!({"task_id": format!("BigCodeBench/{n}"), "solution": format!("{}\n    return None\n", task(n).complete_prompt)}));
     }
     let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
-    std::fs::write(dir.path().join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
-    let tasks = "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/10";
+    std::fs::write(dir.join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
+    "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/10"
+}
+
+/// `assay merge ARGS` in `dir`.
+fn merge(dir: &Path, args: &[&str]) -> std::process::Output {
+    assay_command(dir).arg("merge").args(args).output().unwrap()
+}
+
+/// Runs a command line as a user pastes it into a shell, with the tests' cache root.
+fn shell(line: &str) -> std::process::Output {
+    #[allow(clippy::disallowed_methods)]
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", line])
+        .env("ASSAY_CACHE_DIR", common::cache_root())
+        .env_remove("ASSAY_SHARD_COUNT")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write_samples(dir.path());
     // `assay eval` of the samples into `out`, with `extra` arguments and environment.
     let eval_output = |out: &str, extra: &[&str], env: &[(&str, &str)]| {
         let mut command = assay_command(dir.path());
@@ -148,13 +171,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     assert!(whole_manifest["identity"].get("shard").is_none());
 
     // Merged, the shards are the single run: the same official files, samples and verdicts.
-    let merge = |args: &[&str]| {
-        assay_command(dir.path())
-            .arg("merge")
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let merge = |args: &[&str]| merge(dir.path(), args);
     let merged = merge(&["shard-1", "shard-0", "--out", "merged"]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
     let (whole_dir, merged_dir) = (dir.path().join("whole"), dir.path().join("merged"));
@@ -202,12 +219,64 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
         .output()
         .unwrap();
     assert!(report.status.success(), "{}", text(&report.stderr));
+    // A shard given twice is taken once when both copies judged alike, and refused when not;
+    // shards from machines set up otherwise are refused, naming what differs.
+    let copy = |from: &str, to: &str, edit: &dyn Fn(&str, String) -> String| {
+        let (from, to) = (dir.path().join(from), dir.path().join(to));
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_file() && name != ".lock" {
+                let text = std::fs::read_to_string(entry.path()).unwrap();
+                std::fs::write(to.join(&name), edit(&name, text)).unwrap();
+            }
+        }
+    };
+    copy("shard-0", "shard-0-again", &|_, text| text);
+    let out = merge(&["shard-0", "shard-1", "shard-0-again", "--out", "m0"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("shard-0-again repeats a shard already taken"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_same_files(&dir.path().join("m0"), &whole_dir);
+    copy("shard-0", "shard-0-other", &|name, text| {
+        if name != "results.jsonl" {
+            return text;
+        }
+        // The first sample's verdict turned.
+        let mut records: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(records[0]["status"], "pass");
+        records[0]["status"] = json!("fail");
+        records.iter().map(|r| format!("{r}\n")).collect()
+    });
+    copy("shard-1", "shard-1-elsewhere", &|name, text| {
+        if name == "manifest.json" {
+            let mut manifest: Value = serde_json::from_str(&text).unwrap();
+            assert!(manifest["fingerprint"]["packages"].is_string());
+            manifest["fingerprint"]["python"] = json!("3.0.0");
+            manifest.to_string()
+        } else {
+            text
+        }
+    });
     // What cannot be merged is refused, saying why.
     for (args, says) in [
-        (&["shard-0", "--out", "m1"][..], "shards 1/2 are missing"),
         (
-            &["shard-0", "shard-0", "--out", "m2"][..],
-            "shard 0/2 is given twice",
+            &["shard-0", "--out", "m1"][..],
+            "shard 1/2 is missing; run it:",
+        ),
+        (
+            &["shard-0", "shard-0-other", "shard-1", "--out", "m2"][..],
+            "are the same shard with different verdicts (BigCodeBench/1 sample 0",
+        ),
+        (
+            &["shard-0", "shard-1-elsewhere", "--out", "m2"][..],
+            "ran on machines set up otherwise (python: ",
         ),
         (&["shard-0", "whole", "--out", "m3"][..], "not a shard"),
         (
@@ -306,4 +375,193 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
         read_json(&merged.join("manifest.json"))["kind"],
         "bigcodebench-run"
     );
+}
+
+#[test]
+fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write_samples(dir.path());
+    let eval = |extra: &[&str]| {
+        let out = assay_command(dir.path())
+            .args([
+                "eval",
+                "bigcodebench",
+                "--samples",
+                "samples.jsonl",
+                "--tasks",
+                tasks,
+            ])
+            .args(["--profile", "test", "--jobs", "2"])
+            .args(extra)
+            .env_remove("ASSAY_SHARD_COUNT")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    eval(&["--out", "whole"]);
+    eval(&["--shard", "0/3", "--out", "runs/e-shard-0-of-3"]);
+    eval(&["--shard", "1/3", "--out", "runs/e-shard-1-of-3"]);
+    // Shard 1 killed before it ended: its last verdict and its summary never written.
+    let cut = dir.path().join("runs/e-shard-1-of-3");
+    let results = std::fs::read_to_string(cut.join("results.jsonl")).unwrap();
+    let kept: Vec<&str> = results.lines().collect();
+    std::fs::write(
+        cut.join("results.jsonl"),
+        kept[..kept.len() - 1].join("\n") + "\n",
+    )
+    .unwrap();
+    std::fs::remove_file(cut.join("summary.json")).unwrap();
+
+    let out = merge(
+        dir.path(),
+        &[
+            "runs/e-shard-0-of-3",
+            "runs/e-shard-1-of-3",
+            "--out",
+            "merged",
+        ],
+    );
+    assert!(!out.status.success());
+    let said = text(&out.stderr);
+    assert!(said.contains("shard 2/3 is missing; run it:"), "{said}");
+    assert!(
+        said.contains("shard 1/3 (runs/e-shard-1-of-3) has not ended"),
+        "{said}"
+    );
+    assert!(said.contains("then merge all 3"), "{said}");
+    assert!(!dir.path().join("merged/results.jsonl").exists());
+    // The commands printed run as printed, from anywhere, and finish the run.
+    let commands: Vec<&str> = said
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("cd "))
+        .collect();
+    assert_eq!(commands.len(), 2, "{said}");
+    assert!(
+        commands[1].ends_with("--shard 2/3 --out runs/e-shard-2-of-3"),
+        "{}",
+        commands[1]
+    );
+    for command in &commands {
+        let ran = shell(command);
+        assert!(ran.status.success(), "{command}: {}", text(&ran.stderr));
+    }
+    let out = merge(
+        dir.path(),
+        &[
+            "runs/e-shard-0-of-3",
+            "runs/e-shard-1-of-3",
+            "runs/e-shard-2-of-3",
+            "--out",
+            "merged",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_same_files(&dir.path().join("merged"), &dir.path().join("whole"));
+    let manifest = read_json(&dir.path().join("merged/manifest.json"));
+    assert_eq!(manifest["command"]["args"][1], "merge");
+}
+
+#[test]
+fn merged_pybench_shards_are_the_single_run_with_its_files() {
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    let replay = format!(
+        "replay:{}",
+        pybench_data().join("trajectory.jsonl").display()
+    );
+    let run = |out: &str, extra: &[&str]| {
+        let out = assay_command(dir.path())
+            .args(["run", "pybench", "--model", &replay, "--data"])
+            .arg(pybench_data())
+            .args([
+                "--tasks",
+                "2,9,63,67,79,83,95,136",
+                "--jobs",
+                "2",
+                "--out",
+                out,
+            ])
+            .args(extra)
+            .env_remove("ASSAY_SHARD_COUNT")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    run("whole", &[]);
+    run("p0", &["--shard", "0/2"]);
+    run("p1", &["--shard", "1/2"]);
+    let out = merge(dir.path(), &["p1", "p0", "--out", "merged", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (whole, merged) = (dir.path().join("whole"), dir.path().join("merged"));
+
+    // The episodes, verdicts and figures of the single run, in its order.
+    let episodes = |dir: &Path| -> Vec<Value> {
+        lines(&dir.join("results.jsonl"))
+            .into_iter()
+            .map(|mut r| {
+                r.as_object_mut().unwrap().remove("seconds");
+                for cell in r["cells"].as_array_mut().unwrap() {
+                    cell.as_object_mut().unwrap().remove("seconds");
+                }
+                r
+            })
+            .collect()
+    };
+    assert_eq!(episodes(&merged), episodes(&whole));
+    let summary = |dir: &Path| {
+        let mut s = read_json(&dir.join("summary.json"));
+        s.as_object_mut().unwrap().remove("wall_seconds");
+        s
+    };
+    assert_eq!(summary(&merged), summary(&whole));
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["faithful"], summary(&whole)["faithful"]);
+    assert_eq!(
+        std::fs::read_to_string(merged.join("trajectory.jsonl")).unwrap(),
+        std::fs::read_to_string(whole.join("trajectory.jsonl")).unwrap()
+    );
+    // Every file the episodes kept and every figure they drew, byte for byte.
+    let files = |root: &Path| -> BTreeMap<String, Vec<u8>> {
+        let mut found = BTreeMap::new();
+        let mut stack = vec![root.join("tasks"), root.join("figures")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let name = path.strip_prefix(root).unwrap().display().to_string();
+                if path.is_dir() {
+                    found.insert(format!("{name}/"), Vec::new());
+                    stack.push(path);
+                } else {
+                    found.insert(name, std::fs::read(&path).unwrap());
+                }
+            }
+        }
+        found
+    };
+    let kept = files(&whole);
+    assert!(
+        kept.keys().any(|k| k.starts_with("figures/")),
+        "{:?}",
+        kept.keys()
+    );
+    assert!(
+        kept.keys()
+            .any(|k| k.starts_with("tasks/") && !k.ends_with('/')),
+        "{:?}",
+        kept.keys()
+    );
+    assert_eq!(
+        files(&merged).keys().collect::<Vec<_>>(),
+        kept.keys().collect::<Vec<_>>()
+    );
+    // Copied byte for byte from the shards (runs apart may draw a figure's bytes otherwise).
+    let mut shards = files(&dir.path().join("p0"));
+    shards.extend(files(&dir.path().join("p1")));
+    assert!(files(&merged) == shards, "the kept files' bytes differ");
+    let view = assay_command(dir.path())
+        .args(["report", "--json", "merged"])
+        .output()
+        .unwrap();
+    assert!(view.status.success(), "{}", text(&view.stderr));
 }

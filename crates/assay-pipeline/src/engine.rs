@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use assay_eval::bigcodebench::ground_truth::CACHE_DIR as GROUND_TRUTH_DIR;
-use assay_pyenv::Environment;
+use assay_pyenv::{EnvStatus, Environment};
+use assay_records::{Fingerprint, Manifest};
 use assay_sandbox::{Engine, EngineConfig, IsolationMode};
 
 use crate::error::PipelineError;
@@ -49,6 +50,37 @@ pub async fn start(
     config.network = settings.network;
     config.hidden = harness_paths(harness)?;
     Ok(Engine::start(config).await?)
+}
+
+/// Writes where `engine` runs code into `manifest`: its Python, its isolation, and the
+/// fingerprint that shards and resumed runs must share. `network`: whether jobs have it.
+pub fn record_machine(manifest: &mut Manifest, engine: &Engine, env: &Environment, network: bool) {
+    let isolation = engine.isolation();
+    manifest.python = Some(engine.python_version().to_string());
+    manifest.isolation = Some(isolation.clone());
+    // An engine starts only in a complete environment; its marker says what is installed.
+    manifest.fingerprint = match env.status() {
+        EnvStatus::Complete(marker) => {
+            let mut packages = marker.packages.clone();
+            packages.sort();
+            Some(Fingerprint {
+                python: engine.python_version().to_string(),
+                profile: marker.profile.clone(),
+                packages: blake3::hash(packages.join("\n").as_bytes()).to_hex()[..16].to_string(),
+                package_count: packages.len(),
+                nltk_data: marker
+                    .nltk_data
+                    .iter()
+                    .filter(|(_, state)| *state == assay_pyenv::nltk::INSTALLED)
+                    .map(|(package, _)| package.clone())
+                    .collect(),
+                network,
+                isolation: isolation.level,
+                memory_limit: isolation.memory_limit,
+            })
+        }
+        _ => None,
+    };
 }
 
 /// What jobs must never read should it lie inside a tree they can see (the sandbox binds the

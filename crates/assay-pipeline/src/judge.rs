@@ -154,8 +154,7 @@ impl Judge {
         mut manifest: Manifest,
         listener: &mut dyn Listener,
     ) -> Result<Opened<SampleRecord>, PipelineError> {
-        manifest.python = Some(self.engine.python_version().to_string());
-        manifest.isolation = Some(self.engine.isolation().clone());
+        crate::engine::record_machine(&mut manifest, &self.engine, &self.env, self.options.network);
         let opened = RunDir::open(out, &manifest)?;
         if opened.resumed {
             listener.on_event(&RunEvent::Notice {

@@ -216,23 +216,19 @@ fn model_slug(spec: &str) -> String {
         .collect()
 }
 
-/// Runs (`Source::Episodes`) or judges (`Source::Recorded`) PyBench tasks into a run
-/// directory, telling `listener` as it goes.
-pub async fn pybench(
-    request: PybenchRequest,
-    listener: &mut dyn Listener,
-) -> Result<PybenchReport, PipelineError> {
-    let started = Instant::now();
-    let mut data = PyBench::load(&request.data)?;
-    if !request.tasks.is_empty() {
-        data.select(&request.tasks)?;
+/// The tasks of the data folder `data` chosen by `tasks` (indices or ids; empty: all), and of
+/// those the ones dealt to `shard`.
+pub(crate) fn load_tasks(
+    data: &Path,
+    tasks: &[String],
+    shard: Option<Shard>,
+) -> Result<PyBench, PipelineError> {
+    let mut data = PyBench::load(data)?;
+    if !tasks.is_empty() {
+        data.select(tasks)?;
     }
-    if let Some(shard) = request.shard {
-        let ids: Vec<String> = data
-            .tasks
-            .iter()
-            .map(|t| format!("{}{}", assay_tasks::pybench::ID_PREFIX, t.index))
-            .collect();
+    if let Some(shard) = shard {
+        let ids: Vec<String> = data.tasks.iter().map(Task::task_id).collect();
         let mine: Vec<String> = shard
             .deal(ids.iter().map(String::as_str))
             .into_iter()
@@ -240,6 +236,17 @@ pub async fn pybench(
             .collect();
         data.select(&mine)?;
     }
+    Ok(data)
+}
+
+/// Runs (`Source::Episodes`) or judges (`Source::Recorded`) PyBench tasks into a run
+/// directory, telling `listener` as it goes.
+pub async fn pybench(
+    request: PybenchRequest,
+    listener: &mut dyn Listener,
+) -> Result<PybenchReport, PipelineError> {
+    let started = Instant::now();
+    let data = load_tasks(&request.data, &request.tasks, request.shard)?;
     // Everything that can be wrong with the input is found before anything runs.
     let (kind, model, recorded, identity_model, protocol, settings) = match &request.source {
         Source::Episodes {
@@ -343,8 +350,7 @@ pub async fn pybench(
         ..Identity::default()
     };
     let mut manifest = Manifest::new(kind, identity);
-    manifest.python = Some(engine.python_version().to_string());
-    manifest.isolation = Some(engine.isolation().clone());
+    crate::engine::record_machine(&mut manifest, &engine, &request.env, request.engine.network);
     // The recordings judged, as `assay eval` names its samples file: the conversations of an
     // evaluation are there, not in the directory.
     if let Source::Recorded { trajectories, .. } = &request.source {

@@ -7,6 +7,7 @@
 
 pub mod episode;
 pub mod event;
+pub mod fingerprint;
 pub mod generation;
 pub mod ground_truth;
 pub mod isolation;
@@ -23,13 +24,16 @@ pub use episode::{
     PublishedFigures, PybenchFigures, PybenchSummary, TrajectoryRecord, Verdicts,
 };
 pub use event::{Listener, RunEvent};
+pub use fingerprint::Fingerprint;
 pub use generation::{
     GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Split, TokenUsage,
     Unanswered,
 };
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
-pub use manifest::{now, GenerationDone, Identity, Kind, Manifest, ModelAccess, SCHEMA};
+pub use manifest::{
+    now, GenerationDone, Identity, Invocation, Kind, Manifest, ModelAccess, SCHEMA,
+};
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
 pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
 pub use shard::Shard;

@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::fingerprint::Fingerprint;
 use crate::generation::{GenerationOutcome, GenerationSettings};
 use crate::isolation::IsolationReport;
 use crate::time_policy::TimePolicy;
@@ -175,6 +176,35 @@ pub struct Manifest {
     /// The isolation the sandbox reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationReport>,
+    /// What verdicts depend on beyond the settings: shards merge, and a run resumes, only
+    /// where it is the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<Fingerprint>,
+    /// The command that made the directory, so that a missing or unfinished shard can be
+    /// given the exact command that runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Invocation>,
+}
+
+/// A command line and the directory it ran in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Invocation {
+    /// The arguments as given, the program first.
+    pub args: Vec<String>,
+    /// The working directory (relative paths in `args` are relative to it).
+    pub dir: PathBuf,
+}
+
+impl Invocation {
+    /// This process's command line.
+    pub fn current() -> Invocation {
+        Invocation {
+            args: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            dir: std::env::current_dir().unwrap_or_default(),
+        }
+    }
 }
 
 fn first_schema() -> u32 {
@@ -197,6 +227,8 @@ impl Manifest {
             generation: None,
             python: None,
             isolation: None,
+            fingerprint: None,
+            command: Some(Invocation::current()),
         }
     }
 }

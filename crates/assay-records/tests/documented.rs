@@ -210,6 +210,17 @@ fn every_field_of_every_record_is_in_the_spec() {
     });
     manifest.python = Some("3.11".into());
     manifest.isolation = Some(isolation());
+    let fingerprint = Fingerprint {
+        python: "3.11.7".into(),
+        profile: "bigcodebench".into(),
+        packages: "0123456789abcdef".into(),
+        package_count: 1,
+        nltk_data: vec!["punkt".into()],
+        network: false,
+        isolation: IsolationLevel::Full,
+        memory_limit: Enforcement::Cgroup,
+    };
+    manifest.fingerprint = Some(fingerprint.clone());
     let sample = sample();
     let generation = generation();
     let summary = EvalSummary {
@@ -244,6 +255,7 @@ fn every_field_of_every_record_is_in_the_spec() {
     let missing: Vec<(&str, Vec<String>)> = [
         ("Manifest", undocumented(&manifest, &spec)),
         ("Identity", undocumented(&identity, &spec)),
+        ("Fingerprint", undocumented(&fingerprint, &spec)),
         ("SampleRecord", undocumented(&sample, &spec)),
         ("GenerationRecord", undocumented(&generation, &spec)),
         ("EvalSummary", undocumented(&summary, &spec)),

@@ -72,6 +72,22 @@ pub enum RunDirError {
         /// Its value now.
         wanted: String,
     },
+    /// The directory's run was started on a machine set up otherwise.
+    #[error(
+        "{path} was started where its environment's {key} was {existing}; here it is {wanted}, \
+         and verdicts from the two would not be one run's: resume it where it started, or \
+         choose another --out"
+    )]
+    OtherMachine {
+        /// The directory.
+        path: PathBuf,
+        /// The first fingerprint field that differs.
+        key: String,
+        /// Its value there.
+        existing: String,
+        /// Its value here.
+        wanted: String,
+    },
     /// A file is not what it should be.
     #[error("{path}:{line}: {message}")]
     Corrupt {
@@ -248,6 +264,7 @@ impl RunDir {
                 write_atomically(&manifest_path, &to_pretty(&adopted))?;
             } else {
                 compare_identity(path, &existing["identity"], &manifest["identity"])?;
+                compare_fingerprint(path, &existing["fingerprint"], &manifest["fingerprint"])?;
             }
         }
         let results_path = path.join(RESULTS);
@@ -467,6 +484,22 @@ fn compare_identity(path: &Path, existing: &Value, wanted: &Value) -> Result<(),
     }
 }
 
+/// A run resumes only on a machine set up as the one that started it (when both say).
+fn compare_fingerprint(path: &Path, existing: &Value, here: &Value) -> Result<(), RunDirError> {
+    if existing.is_null() || here.is_null() {
+        return Ok(());
+    }
+    match identity_difference(existing, here) {
+        None => Ok(()),
+        Some((key, existing, wanted)) => Err(RunDirError::OtherMachine {
+            path: path.to_path_buf(),
+            key,
+            existing,
+            wanted,
+        }),
+    }
+}
+
 /// The first field where two identities (as JSON) differ, with its value in each; none when
 /// they are equal. Resuming a directory and merging shards both name what differs this way.
 pub fn identity_difference(a: &Value, b: &Value) -> Option<(String, String, String)> {
@@ -617,6 +650,38 @@ mod tests {
             err.contains("samples_digest: \"a\" there, \"b\" now"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_run_resumes_only_where_the_machine_is_set_up_alike() {
+        use assay_records::{Enforcement, Fingerprint, IsolationLevel};
+        let machine = |python: &str| {
+            let mut m = manifest("a");
+            m.fingerprint = Some(Fingerprint {
+                python: python.into(),
+                profile: "bigcodebench".into(),
+                packages: "0123".into(),
+                package_count: 2,
+                nltk_data: vec!["punkt".into()],
+                network: false,
+                isolation: IsolationLevel::Full,
+                memory_limit: Enforcement::Cgroup,
+            });
+            m
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run");
+        drop(open(&path, &machine("3.11.7")).unwrap());
+        drop(open(&path, &machine("3.11.7")).unwrap());
+        let err = open(&path, &machine("3.11.2")).err().unwrap();
+        assert!(matches!(err, RunDirError::OtherMachine { .. }), "{err}");
+        assert!(
+            err.to_string()
+                .contains("environment's python was \"3.11.7\"; here it is \"3.11.2\""),
+            "{err}"
+        );
+        // A manifest that does not say (a generation) resumes as before.
+        assert!(open(&path, &manifest("a")).is_ok());
     }
 
     #[test]

@@ -1,0 +1,270 @@
+//! BigCodeBench shards joined: rows and records renumbered in the single run's sample order
+//! (tasks in dataset order, each task's samples in its shard's order), the requests and the
+//! unanswered tasks in task order, the reference figures joined, and the official files and the
+//! summary written by the code an evaluation ends with.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use assay_eval::bigcodebench::evaluation::{conclude, Concluded};
+use assay_eval::bigcodebench::ground_truth::PEAKS_LISTED;
+use assay_eval::bigcodebench::samples;
+use assay_records::{
+    EvalSummary, GenerationDone, GenerationOutcome, GenerationRecord, GroundTruthSummary, Kind,
+    Manifest, ProcessPeaks, SampleRecord, Split, TimePolicy, Unanswered,
+};
+use assay_report::read_lines;
+use assay_rundir::SAMPLES;
+use assay_tasks::bigcodebench::{Dataset, Subset};
+use serde_json::Value;
+
+use super::{complete, invalid, merged_manifest, open_out, Figures, Head};
+use crate::error::PipelineError;
+
+/// One shard, read whole.
+struct Part {
+    rows: Vec<String>,
+    records: Vec<SampleRecord>,
+    generation: Vec<GenerationRecord>,
+    summary: EvalSummary,
+    model: String,
+}
+
+impl super::Part for Part {
+    fn verdicts(&self) -> Vec<(String, String)> {
+        self.records
+            .iter()
+            .map(|r| {
+                let code = blake3::hash(self.rows[r.index].as_bytes()).to_hex();
+                let key = format!("{} sample {} (code {})", r.task_id, r.index, &code[..12]);
+                (key, serde_json::to_string(&r.status).unwrap_or_default())
+            })
+            .collect()
+    }
+}
+
+/// The shard in `head`'s directory, or why it is not finished.
+fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
+    let dir = &head.dir;
+    let report = |e: assay_report::SourceError| invalid(e.to_string());
+    let text = |name: &str| std::fs::read_to_string(dir.join(name));
+    let (Ok(rows), Ok(summary), Ok(pass_at_k)) =
+        (text(SAMPLES), text("summary.json"), text("pass_at_k.json"))
+    else {
+        return Ok(Err(
+            "has not ended (no samples.jsonl, summary.json or pass_at_k.json)".into(),
+        ));
+    };
+    let rows: Vec<String> = rows.lines().map(str::to_string).collect();
+    let summary: EvalSummary = serde_json::from_str(&summary)
+        .map_err(|e| invalid(format!("{}: summary.json: {e}", dir.display())))?;
+    let pass_at_k: Value = serde_json::from_str(&pass_at_k)
+        .map_err(|e| invalid(format!("{}: pass_at_k.json: {e}", dir.display())))?;
+    // The last record of a sample is its own (a resumed run appends).
+    let mut records: BTreeMap<usize, SampleRecord> = BTreeMap::new();
+    for record in read_lines::<SampleRecord>(&dir.join("results.jsonl")).map_err(report)? {
+        records.insert(record.index, record);
+    }
+    if records.len() != rows.len() || records.keys().any(|&i| i >= rows.len()) {
+        return Ok(Err(format!(
+            "has judged {} of its {} samples",
+            records.len(),
+            rows.len()
+        )));
+    }
+    Ok(Ok(Part {
+        rows,
+        records: records.into_values().collect(),
+        generation: read_lines(&dir.join("generation.jsonl")).map_err(report)?,
+        summary,
+        model: pass_at_k["model"].as_str().unwrap_or_default().to_string(),
+    }))
+}
+
+/// The tasks the shards split, as their identity names them.
+fn dataset(manifest: &Manifest) -> Result<Dataset, PipelineError> {
+    let identity = &manifest.identity;
+    let subset = match identity.benchmark.as_deref() {
+        Some("bigcodebench-hard") => Subset::Hard,
+        _ => Subset::Full,
+    };
+    let source = identity.dataset.clone().unwrap_or_default();
+    let mut dataset = if assay_tasks::bigcodebench::VERSIONS.contains(&source.as_str()) {
+        Dataset::embedded(&source, subset)?
+    } else {
+        Dataset::from_file(Path::new(&source), subset)?
+    };
+    if identity.dataset_digest.as_deref() != Some(dataset.digest.as_str()) {
+        return Err(invalid(format!(
+            "the dataset {source} is not the one the shards ran (digest {} here, {:?} there)",
+            dataset.digest, identity.dataset_digest
+        )));
+    }
+    if let Some(tasks) = identity.tasks.as_ref().filter(|t| !t.is_empty()) {
+        dataset.select(tasks)?;
+    }
+    Ok(dataset)
+}
+
+/// The reference solutions' figures over every task, from each shard's over its own.
+fn ground_truth(parts: &[(Head, Part)], tasks: usize) -> GroundTruthSummary {
+    let mut failed = BTreeMap::new();
+    let mut peaks = Vec::new();
+    let mut measured = 0;
+    for (_, part) in parts {
+        let truth = &part.summary.ground_truth;
+        failed.extend(truth.failed_tasks.clone());
+        measured += truth.processes.measured;
+        peaks.extend(truth.processes.highest.iter().cloned());
+    }
+    // Highest first, as each shard listed its own: the whole run's highest are among them.
+    peaks.sort_by(|a: &(String, u64), b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    peaks.truncate(PEAKS_LISTED);
+    GroundTruthSummary {
+        pass_rate: if tasks == 0 {
+            0.0
+        } else {
+            (tasks - failed.len()) as f64 / tasks as f64
+        },
+        failed_tasks: failed,
+        cache: parts[0].1.summary.ground_truth.cache.clone(),
+        processes: ProcessPeaks {
+            measured,
+            highest: peaks,
+        },
+    }
+}
+
+/// Joins the shards `heads` (checked to be one run's, `count` of them) into `out`.
+pub(super) fn merge(
+    heads: Vec<Head>,
+    count: u32,
+    out: &Path,
+) -> Result<(PathBuf, Vec<PathBuf>, Figures), PipelineError> {
+    let (parts, same_as_taken) = complete(heads, count, read_part)?;
+    let first = &parts[0];
+    let dataset = dataset(&first.0.manifest)?;
+
+    // Each task's samples and records, from the shard that holds it (one pass over the
+    // records; a task in two shards means the shards are not one run's).
+    let mut held: HashMap<&str, (&Head, &Part, Vec<&SampleRecord>)> = HashMap::new();
+    for (head, part) in &parts {
+        for record in &part.records {
+            let (holder, _, records) =
+                held.entry(record.task_id.as_str())
+                    .or_insert((head, part, Vec::new()));
+            if holder.shard != head.shard {
+                return Err(invalid(format!(
+                    "{} is in {} and {}",
+                    record.task_id,
+                    holder.name(),
+                    head.name()
+                )));
+            }
+            records.push(record);
+        }
+    }
+    let mut rows = String::new();
+    let mut records = Vec::new();
+    for task in &dataset.tasks {
+        let Some((_, part, held)) = held.get(task.task_id.as_str()) else {
+            continue;
+        };
+        for record in held {
+            let mut record = (*record).clone();
+            rows.push_str(&part.rows[record.index]);
+            rows.push('\n');
+            record.index = records.len();
+            records.push(record);
+        }
+    }
+    // The requests, and the answers the model never gave, in task order.
+    let order: HashMap<&str, usize> = dataset
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.task_id.as_str(), i))
+        .collect();
+    let position = |id: &str| order.get(id).copied().unwrap_or(usize::MAX);
+    let mut generation: Vec<GenerationRecord> = parts
+        .iter()
+        .flat_map(|(_, p)| p.generation.iter().cloned())
+        .collect();
+    generation.sort_by_key(|g| position(&g.task_id));
+    let mut unanswered_tasks: Vec<Unanswered> = parts
+        .iter()
+        .filter_map(|(h, _)| h.manifest.generation.as_ref())
+        .flat_map(|g| g.outcome.unanswered.iter().cloned())
+        .collect();
+    unanswered_tasks.sort_by_key(|u| position(&u.task_id));
+    let unanswered: Vec<(String, String)> = unanswered_tasks
+        .iter()
+        .flat_map(|u| (0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())))
+        .collect();
+
+    let mut manifest = merged_manifest(&parts);
+    if manifest.kind == Kind::BigcodebenchRun {
+        manifest.generation = Some(GenerationDone {
+            outcome: GenerationOutcome {
+                samples: records.len(),
+                unanswered: unanswered_tasks,
+                totals: assay_generate::totals(&generation),
+            },
+            finished_at: parts
+                .iter()
+                .filter_map(|(h, _)| h.manifest.generation.as_ref().map(|g| g.finished_at))
+                .max()
+                .unwrap_or(0),
+        });
+    }
+    let mut run = open_out(out, &manifest)?;
+    run.write_file(SAMPLES, rows.as_bytes())?;
+    if !generation.is_empty() {
+        run.write_lines(assay_generate::GENERATION, &generation)?;
+    }
+    run.rewrite_results(&records)?;
+    let samples = samples::load(&run.path().join(SAMPLES), &dataset)?;
+    let isolation = manifest
+        .isolation
+        .as_ref()
+        .map(|i| i.level)
+        .ok_or_else(|| {
+            invalid(format!(
+                "{}: the manifest does not say how jobs were isolated",
+                first.0.dir.display()
+            ))
+        })?;
+    let identity = &manifest.identity;
+    let split = match identity.split.as_deref() {
+        Some("instruct") => Split::Instruct,
+        _ => Split::Complete,
+    };
+    let summary = conclude(
+        &run,
+        Concluded {
+            dataset: &dataset,
+            samples: &samples,
+            split,
+            calibrated: identity.calibrated.unwrap_or(true),
+            time_policy: identity.time_policy.clone().unwrap_or(TimePolicy::DEFAULT),
+            model: &first.1.model,
+            results: records.into_iter().map(|r| (r.index, r)).collect(),
+            unanswered: &unanswered,
+            isolation,
+            ground_truth: ground_truth(&parts, dataset.tasks.len()),
+            wall: std::time::Duration::from_secs_f64(
+                parts
+                    .iter()
+                    .map(|(_, p)| p.summary.wall_seconds)
+                    .fold(0.0, f64::max),
+            ),
+        },
+    )?;
+    let figures = Figures::Bigcodebench {
+        summary: Box::new(summary),
+        benchmark: identity.benchmark.clone().unwrap_or_default(),
+        version: identity.dataset.clone().unwrap_or_default(),
+        split,
+    };
+    Ok((run.path().to_path_buf(), same_as_taken, figures))
+}
