@@ -10,8 +10,8 @@ use crate::print;
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// The shards' run directories (`--shard I/N` runs of one eval or run, BigCodeBench or
-    /// PyBench).
+    /// The shards' run directories (`--shard I/N` runs of one generate, eval or run;
+    /// BigCodeBench or PyBench).
     #[arg(required = true)]
     pub shards: Vec<PathBuf>,
     /// The merged run directory (new).
@@ -45,6 +45,17 @@ pub fn run(args: MergeArgs) -> Result<i32> {
             } else {
                 eprintln!("assay: merged {} shards", report.shards);
                 print::evaluation(benchmark, *split, version, summary, &report.dir);
+            }
+        }
+        Figures::Generation { samples } => {
+            if args.json {
+                println!("{}", serde_json::json!({ "samples": samples }));
+            } else {
+                eprintln!("assay: merged {} shards", report.shards);
+                println!(
+                    "{samples} answers in {}",
+                    report.dir.join("samples.jsonl").display()
+                );
             }
         }
         Figures::Pybench(summary) => {

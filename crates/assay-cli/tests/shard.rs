@@ -375,6 +375,43 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
         read_json(&merged.join("manifest.json"))["kind"],
         "bigcodebench-run"
     );
+
+    // Answers alone, generated in shards, merge into the single generation's samples file.
+    let generate = |out: &str, extra: &[&str]| {
+        let out = assay_command(dir.path())
+            .args([
+                "generate",
+                "bigcodebench",
+                "--model",
+                "reference",
+                "--tasks",
+                tasks,
+            ])
+            .args(["--out", out])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    generate("g-whole", &[]);
+    generate("g0", &["--shard", "0/2"]);
+    generate("g1", &["--shard", "1/2"]);
+    let out = assay_command(dir.path())
+        .args(["merge", "g1", "g0", "--out", "g-merged", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), r#"{"samples":5}"#);
+    let (g_whole, g_merged) = (dir.path().join("g-whole"), dir.path().join("g-merged"));
+    assert_eq!(
+        std::fs::read_to_string(g_merged.join("samples.jsonl")).unwrap(),
+        std::fs::read_to_string(g_whole.join("samples.jsonl")).unwrap()
+    );
+    assert_eq!(generation(&g_merged)["samples"], 5);
+    assert_eq!(
+        read_json(&g_merged.join("manifest.json"))["kind"],
+        "bigcodebench-generate"
+    );
 }
 
 #[test]

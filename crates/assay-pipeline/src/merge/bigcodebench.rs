@@ -1,4 +1,4 @@
-//! BigCodeBench shards joined: rows and records renumbered in the single run's sample order
+//! BigCodeBench shards joined (generations, evaluations, runs): rows and records renumbered in the single run's sample order
 //! (tasks in dataset order, each task's samples in its shard's order), the requests and the
 //! unanswered tasks in task order, the reference figures joined, and the official files and the
 //! summary written by the code an evaluation ends with.
@@ -23,21 +23,35 @@ use crate::error::PipelineError;
 
 /// One shard, read whole.
 struct Part {
+    /// `samples.jsonl`'s lines.
     rows: Vec<String>,
-    records: Vec<SampleRecord>,
+    /// Each row's task.
+    row_tasks: Vec<String>,
     generation: Vec<GenerationRecord>,
+    /// What judging came to (none for a generation).
+    judged: Option<Judged>,
+}
+
+/// A judged shard's records, one per row in row order, and figures.
+struct Judged {
+    records: Vec<SampleRecord>,
     summary: EvalSummary,
     model: String,
 }
 
 impl super::Part for Part {
     fn verdicts(&self) -> Vec<(String, String)> {
-        self.records
-            .iter()
-            .map(|r| {
-                let code = blake3::hash(self.rows[r.index].as_bytes()).to_hex();
-                let key = format!("{} sample {} (code {})", r.task_id, r.index, &code[..12]);
-                (key, serde_json::to_string(&r.status).unwrap_or_default())
+        (0..self.rows.len())
+            .map(|i| {
+                let code = blake3::hash(self.rows[i].as_bytes()).to_hex();
+                let key = format!("{} sample {i} (code {})", self.row_tasks[i], &code[..12]);
+                let verdict = match &self.judged {
+                    Some(judged) => {
+                        serde_json::to_string(&judged.records[i].status).unwrap_or_default()
+                    }
+                    None => "answered".into(),
+                };
+                (key, verdict)
             })
             .collect()
     }
@@ -48,6 +62,35 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
     let dir = &head.dir;
     let report = |e: assay_report::SourceError| invalid(e.to_string());
     let text = |name: &str| std::fs::read_to_string(dir.join(name));
+    let generation = read_lines(&dir.join(assay_generate::GENERATION)).map_err(report)?;
+    if head.manifest.kind == Kind::BigcodebenchGenerate {
+        let (Ok(rows), Some(_)) = (text(SAMPLES), &head.manifest.generation) else {
+            return Ok(Err("has not ended its generation".into()));
+        };
+        let rows: Vec<String> = rows.lines().map(str::to_string).collect();
+        let row_tasks = rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                serde_json::from_str::<Value>(row)
+                    .ok()
+                    .and_then(|v| v["task_id"].as_str().map(str::to_string))
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "{}:{}: a sample without its task_id",
+                            dir.join(SAMPLES).display(),
+                            i + 1
+                        ))
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        return Ok(Ok(Part {
+            rows,
+            row_tasks,
+            generation,
+            judged: None,
+        }));
+    }
     let (Ok(rows), Ok(summary), Ok(pass_at_k)) =
         (text(SAMPLES), text("summary.json"), text("pass_at_k.json"))
     else {
@@ -72,12 +115,16 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
             rows.len()
         )));
     }
+    let records: Vec<SampleRecord> = records.into_values().collect();
     Ok(Ok(Part {
         rows,
-        records: records.into_values().collect(),
-        generation: read_lines(&dir.join("generation.jsonl")).map_err(report)?,
-        summary,
-        model: pass_at_k["model"].as_str().unwrap_or_default().to_string(),
+        row_tasks: records.iter().map(|r| r.task_id.clone()).collect(),
+        generation,
+        judged: Some(Judged {
+            records,
+            summary,
+            model: pass_at_k["model"].as_str().unwrap_or_default().to_string(),
+        }),
     }))
 }
 
@@ -111,8 +158,8 @@ fn ground_truth(parts: &[(Head, Part)], tasks: usize) -> GroundTruthSummary {
     let mut failed = BTreeMap::new();
     let mut peaks = Vec::new();
     let mut measured = 0;
-    for (_, part) in parts {
-        let truth = &part.summary.ground_truth;
+    for judged in parts.iter().filter_map(|(_, p)| p.judged.as_ref()) {
+        let truth = &judged.summary.ground_truth;
         failed.extend(truth.failed_tasks.clone());
         measured += truth.processes.measured;
         peaks.extend(truth.processes.highest.iter().cloned());
@@ -127,7 +174,12 @@ fn ground_truth(parts: &[(Head, Part)], tasks: usize) -> GroundTruthSummary {
             (tasks - failed.len()) as f64 / tasks as f64
         },
         failed_tasks: failed,
-        cache: parts[0].1.summary.ground_truth.cache.clone(),
+        cache: parts[0]
+            .1
+            .judged
+            .as_ref()
+            .map(|j| j.summary.ground_truth.cache.clone())
+            .unwrap_or_default(),
         processes: ProcessPeaks {
             measured,
             highest: peaks,
@@ -145,23 +197,22 @@ pub(super) fn merge(
     let first = &parts[0];
     let dataset = dataset(&first.0.manifest)?;
 
-    // Each task's samples and records, from the shard that holds it (one pass over the
-    // records; a task in two shards means the shards are not one run's).
-    let mut held: HashMap<&str, (&Head, &Part, Vec<&SampleRecord>)> = HashMap::new();
+    // Each task's rows, from the shard that holds it (a task in two shards means the shards
+    // are not one run's).
+    let mut held: HashMap<&str, (&Head, &Part, Vec<usize>)> = HashMap::new();
     for (head, part) in &parts {
-        for record in &part.records {
-            let (holder, _, records) =
-                held.entry(record.task_id.as_str())
-                    .or_insert((head, part, Vec::new()));
+        for (i, task) in part.row_tasks.iter().enumerate() {
+            let (holder, _, rows) = held
+                .entry(task.as_str())
+                .or_insert((head, part, Vec::new()));
             if holder.shard != head.shard {
                 return Err(invalid(format!(
-                    "{} is in {} and {}",
-                    record.task_id,
+                    "{task} is in {} and {}",
                     holder.name(),
                     head.name()
                 )));
             }
-            records.push(record);
+            rows.push(i);
         }
     }
     let mut rows = String::new();
@@ -170,12 +221,14 @@ pub(super) fn merge(
         let Some((_, part, held)) = held.get(task.task_id.as_str()) else {
             continue;
         };
-        for record in held {
-            let mut record = (*record).clone();
-            rows.push_str(&part.rows[record.index]);
+        for &i in held {
+            rows.push_str(&part.rows[i]);
             rows.push('\n');
-            record.index = records.len();
-            records.push(record);
+            if let Some(judged) = &part.judged {
+                let mut record = judged.records[i].clone();
+                record.index = records.len();
+                records.push(record);
+            }
         }
     }
     // The requests, and the answers the model never gave, in task order.
@@ -203,10 +256,10 @@ pub(super) fn merge(
         .collect();
 
     let mut manifest = merged_manifest(&parts);
-    if manifest.kind == Kind::BigcodebenchRun {
+    if manifest.kind != Kind::BigcodebenchEval {
         manifest.generation = Some(GenerationDone {
             outcome: GenerationOutcome {
-                samples: records.len(),
+                samples: rows.lines().count(),
                 unanswered: unanswered_tasks,
                 totals: assay_generate::totals(&generation),
             },
@@ -222,6 +275,12 @@ pub(super) fn merge(
     if !generation.is_empty() {
         run.write_lines(assay_generate::GENERATION, &generation)?;
     }
+    let Some(judged) = &first.1.judged else {
+        let figures = Figures::Generation {
+            samples: rows.lines().count(),
+        };
+        return Ok((run.path().to_path_buf(), same_as_taken, figures));
+    };
     run.rewrite_results(&records)?;
     let samples = samples::load(&run.path().join(SAMPLES), &dataset)?;
     let isolation = manifest
@@ -247,7 +306,7 @@ pub(super) fn merge(
             split,
             calibrated: identity.calibrated.unwrap_or(true),
             time_policy: identity.time_policy.clone().unwrap_or(TimePolicy::DEFAULT),
-            model: &first.1.model,
+            model: &judged.model,
             results: records.into_iter().map(|r| (r.index, r)).collect(),
             unanswered: &unanswered,
             isolation,
@@ -255,7 +314,8 @@ pub(super) fn merge(
             wall: std::time::Duration::from_secs_f64(
                 parts
                     .iter()
-                    .map(|(_, p)| p.summary.wall_seconds)
+                    .filter_map(|(_, p)| p.judged.as_ref())
+                    .map(|j| j.summary.wall_seconds)
                     .fold(0.0, f64::max),
             ),
         },

@@ -55,6 +55,11 @@ pub enum Figures {
         /// The prompt style.
         split: Split,
     },
+    /// A BigCodeBench generation: answers, not judged yet.
+    Generation {
+        /// Answers in all.
+        samples: usize,
+    },
     /// A PyBench eval or run.
     Pybench(Box<PybenchSummary>),
 }
@@ -111,10 +116,15 @@ fn read_head(dir: &Path) -> Result<Head, PipelineError> {
     let manifest = read_manifest(dir).map_err(|e| invalid(e.to_string()))?;
     if !matches!(
         manifest.kind,
-        Kind::BigcodebenchEval | Kind::BigcodebenchRun | Kind::PybenchEval | Kind::PybenchRun
+        Kind::BigcodebenchGenerate
+            | Kind::BigcodebenchEval
+            | Kind::BigcodebenchRun
+            | Kind::PybenchEval
+            | Kind::PybenchRun
     ) {
         return Err(invalid(format!(
-            "{}: a {} directory; assay merge joins the shards of eval and run directories",
+            "{}: a {} directory; assay merge joins the shards of generate, eval and run \
+             directories",
             dir.display(),
             serde_json::to_value(manifest.kind).unwrap_or_default()
         )));
