@@ -75,6 +75,23 @@ fn write_samples(dir: &Path) -> &'static str {
     "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/10"
 }
 
+/// A merged directory is an ordinary run's: it reports, and it exports to Inspect with every
+/// sample.
+fn assert_reads_as_a_run(dir: &Path, name: &str, samples: usize) {
+    let report = assay_command(dir)
+        .args(["report", "--json", name])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let export = assay_command(dir)
+        .args(["export", name, "--format", "inspect", "--out", "-"])
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", text(&export.stderr));
+    let log: Value = serde_json::from_slice(&export.stdout).unwrap();
+    assert_eq!(log["samples"].as_array().unwrap().len(), samples);
+}
+
 /// `assay merge ARGS` in `dir`.
 fn merge(dir: &Path, args: &[&str]) -> std::process::Output {
     assay_command(dir).arg("merge").args(args).output().unwrap()
@@ -214,11 +231,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     }
     let merged_manifest = read_json(&merged_dir.join("manifest.json"));
     assert!(merged_manifest["identity"].get("shard").is_none());
-    let report = assay_command(dir.path())
-        .args(["report", "--json", "merged"])
-        .output()
-        .unwrap();
-    assert!(report.status.success(), "{}", text(&report.stderr));
+    assert_reads_as_a_run(dir.path(), "merged", 10);
     // A shard given twice is taken once when both copies judged alike, and refused when not;
     // shards from machines set up otherwise are refused, naming what differs.
     let copy = |from: &str, to: &str, edit: &dyn Fn(&str, String) -> String| {
@@ -596,9 +609,5 @@ fn merged_pybench_shards_are_the_single_run_with_its_files() {
     let mut shards = files(&dir.path().join("p0"));
     shards.extend(files(&dir.path().join("p1")));
     assert!(files(&merged) == shards, "the kept files' bytes differ");
-    let view = assay_command(dir.path())
-        .args(["report", "--json", "merged"])
-        .output()
-        .unwrap();
-    assert!(view.status.success(), "{}", text(&view.stderr));
+    assert_reads_as_a_run(dir.path(), "merged", 8);
 }
