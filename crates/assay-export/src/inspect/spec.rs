@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use assay_records::{IsolationReport, Kind, Manifest, ModelAccess};
+use assay_records::{Fingerprint, IsolationReport, Kind, Manifest, ModelAccess};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -98,6 +98,9 @@ pub struct Provenance {
     /// The isolation the sandbox reached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub isolation: Option<IsolationReport>,
+    /// What verdicts depend on beyond the settings (packages, NLTK data, isolation...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<Fingerprint>,
     /// How the model was reached.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model_access: Option<ModelAccess>,
@@ -116,6 +119,7 @@ impl Provenance {
             samples: manifest.samples.clone(),
             python: manifest.python.clone(),
             isolation: manifest.isolation.clone(),
+            fingerprint: manifest.fingerprint.clone(),
             model_access: manifest.model_access.clone(),
         }
     }
