@@ -601,11 +601,44 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
     assert_eq!(merged_statuses, statuses(&whole));
     let passed = merged_statuses.iter().filter(|(_, s)| s == "pass").count();
 
+    // One shard run again outside the array (as docs/scale.md reruns a failed one, and as a
+    // requeued task runs): the same directory, resumed, nothing judged twice.
+    let mut rerun = cluster.command("sbatch");
+    recipe(&mut rerun);
+    rerun
+        .arg("--parsable")
+        .arg("--export=ALL")
+        .env("ASSAY_SHARD", format!("1/{SHARDS}"))
+        .arg(format!("--output={}/rerun-%j.out", logs.display()))
+        .arg(deploy.join("assay-array.sbatch"))
+        .args(["eval", "bigcodebench", "--samples", "samples.jsonl"])
+        .args(["--tasks", &tasks, "--jobs", "1"]);
+    let rerun_id = cluster.submit(&mut rerun);
+    cluster.wait_for("the rerun to end", JOBS_WAIT, |c| {
+        let out = c.client("squeue", &["-h", "-o", "%i", "-j", &rerun_id]);
+        text(&out.stdout).trim().is_empty()
+    });
+    let record = cluster.job_records(&rerun_id);
+    let log =
+        std::fs::read_to_string(logs.join(format!("rerun-{rerun_id}.out"))).unwrap_or_default();
+    let per_shard = samples.len() / SHARDS as usize;
+    let resumed = format!("({per_shard} samples already evaluated)");
+    if record.len() != 1
+        || field(&record[0], "JobState") != "COMPLETED"
+        || !log.contains(&format!("shard 1/{SHARDS} on "))
+        || !log.contains(&resumed)
+    {
+        cluster.fail(&format!(
+            "the rerun of shard 1 did not complete as a resumed run saying `{resumed}`"
+        ));
+    }
+
     eprintln!(
         "slurm: {SHARDS} shards (sbatch --array=0-{}) over {} tasks ({} samples, {passed} pass): \
          array and merge ended {slurm_seconds:.1} s after submission; one-node cluster up in \
          {cluster_seconds:.1} s; the single run took {single_seconds:.1} s; the merge equals it \
-         (eval_results.json verdicts, pass_at_k.json, samples.jsonl, per-sample statuses); {}",
+         (eval_results.json verdicts, pass_at_k.json, samples.jsonl, per-sample statuses); \
+         shard 1 submitted again resumed, judging nothing twice; {}",
         SHARDS - 1,
         TASKS.len(),
         samples.len(),
