@@ -34,11 +34,13 @@ const SHARDS: u32 = 3;
 /// The BigCodeBench tasks judged: quick ones the `test` environment can run.
 const TASKS: [u32; 6] = [1, 2, 3, 4, 5, 10];
 
-/// A program of the system, started with the test's environment plus what each call adds (the
-/// daemons and the Slurm clients are started as a user starts them, not as assay's children).
+/// A program of the system (found as [`find`] finds it), started with the test's environment
+/// plus what each call adds: the daemons and the Slurm clients are started as a user starts
+/// them, not as assay's children.
 fn system(program: &str) -> Command {
+    let path = find(program).unwrap_or_else(|| program.into());
     #[allow(clippy::disallowed_methods)]
-    Command::new(program)
+    Command::new(path)
 }
 
 /// Runs `command` to its end within `limit`, its output gathered in files (so that nothing
@@ -323,7 +325,7 @@ PartitionName=assay Nodes=localhost Default=YES MaxTime=INFINITE State=UP
         }
     }
 
-    /// A Slurm client command of this cluster, bounded.
+    /// A Slurm client command of this cluster (to be run with [`run_bounded`]).
     fn command(&self, program: &str) -> Command {
         let mut command = system(program);
         command.env("SLURM_CONF", &self.conf);
@@ -380,19 +382,20 @@ PartitionName=assay Nodes=localhost Default=YES MaxTime=INFINITE State=UP
     /// What the cluster and its jobs said: the daemons' logs and every job's output.
     fn diagnostics(&self) -> String {
         let mut said = String::new();
-        let mut files: Vec<PathBuf> =
-            ["munged.out", "slurmctld.log", "slurmd.log", "slurmctld.out"]
-                .iter()
-                .map(|name| self.dir.path().join(name))
+        // The daemons' logs and output, then the jobs' output.
+        let listed = |dir: &Path| {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "log" || e == "out"))
                 .collect();
-        let mut outputs: Vec<PathBuf> = std::fs::read_dir(self.dir.path().join("logs"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        outputs.sort();
-        files.extend(outputs);
+            files.sort();
+            files
+        };
+        let mut files = listed(self.dir.path());
+        files.extend(listed(&self.dir.path().join("logs")));
         for file in files {
             let content = std::fs::read_to_string(&file).unwrap_or_else(|e| format!("({e})"));
             // The end of a long log is what tells.
