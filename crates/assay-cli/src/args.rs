@@ -136,7 +136,8 @@ impl ShardArgs {
             )?;
             if number("SLURM_ARRAY_TASK_STEP")?.is_some_and(|step| step != 1) {
                 anyhow::bail!(
-                    "the Slurm array has a step other than 1: submit it as --array=0-{} (or                      pass --shard I/N)",
+                    "the Slurm array has a step other than 1: submit it as --array=0-{} (or \
+                     pass --shard I/N)",
                     count.saturating_sub(1)
                 );
             }
@@ -147,7 +148,8 @@ impl ShardArgs {
         }
         if let Some(index) = number("JOB_COMPLETION_INDEX")? {
             let count = self.shard_count.context(
-                "JOB_COMPLETION_INDEX is set but not the number of shards: pass --shard-count N                  or set ASSAY_SHARD_COUNT (the Job's completions)",
+                "JOB_COMPLETION_INDEX is set but not the number of shards: pass --shard-count N \
+                 or set ASSAY_SHARD_COUNT (the Job's completions)",
             )?;
             return checked(index, count, "JOB_COMPLETION_INDEX");
         }
