@@ -8,7 +8,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::{assay_command, text};
+use common::{assay_command, read_json, text};
 use serde_json::{json, Value};
 
 fn assay(args: &[&str], dir: &Path) -> Output {
@@ -42,10 +42,6 @@ fn write_samples(dir: &Path, samples: &[Value]) -> PathBuf {
     let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     path
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use assay_generate::prompt;
 use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::{assay_command, lines, text};
+use common::{assay_command, lines, read_json, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -72,10 +72,6 @@ fn generate(model: &str, base: &str, rest: &[&str], dir: &Path, env: &[(&str, &s
     ];
     args.extend_from_slice(rest);
     assay(&args, dir, env)
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Every file under `dir`, with its text.

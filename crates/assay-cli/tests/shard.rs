@@ -9,12 +9,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::{assay_command, lines, pybench_data, pybench_env, text};
+use common::{
+    assay_command, assert_merge_is_the_single_run, lines, pybench_data, pybench_env, read_json,
+    text,
+};
 use serde_json::{json, Value};
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 /// Each task's statuses in an `eval_results.json`.
 fn statuses(dir: &Path) -> BTreeMap<String, Vec<String>> {
@@ -42,22 +41,6 @@ fn sorted_task_ids(path: &Path) -> Vec<String> {
         .collect();
     ids.sort();
     ids
-}
-
-/// The official verdicts, `pass_at_k.json` and `samples.jsonl` of a merge are the single run's.
-fn assert_same_files(merged: &Path, whole: &Path) {
-    assert_eq!(
-        read_json(&merged.join("eval_results.json"))["eval"],
-        read_json(&whole.join("eval_results.json"))["eval"]
-    );
-    assert_eq!(
-        read_json(&merged.join("pass_at_k.json")),
-        read_json(&whole.join("pass_at_k.json"))
-    );
-    assert_eq!(
-        std::fs::read_to_string(merged.join("samples.jsonl")).unwrap(),
-        std::fs::read_to_string(whole.join("samples.jsonl")).unwrap()
-    );
 }
 
 /// `samples.jsonl` in `dir`: the reference solution and a wrong answer for five tasks, whose
@@ -192,23 +175,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     let merged = merge(&["shard-1", "shard-0", "--out", "merged"]);
     assert!(merged.status.success(), "{}", text(&merged.stderr));
     let (whole_dir, merged_dir) = (dir.path().join("whole"), dir.path().join("merged"));
-    assert_same_files(&merged_dir, &whole_dir);
-    let verdicts = |dir: &Path| -> Vec<(u64, String, String)> {
-        std::fs::read_to_string(dir.join("results.jsonl"))
-            .unwrap()
-            .lines()
-            .map(|l| {
-                let r: Value = serde_json::from_str(l).unwrap();
-                let field = |k: &str| r[k].as_str().unwrap().to_string();
-                (
-                    r["index"].as_u64().unwrap(),
-                    field("task_id"),
-                    field("status"),
-                )
-            })
-            .collect()
-    };
-    assert_eq!(verdicts(&merged_dir), verdicts(&whole_dir));
+    assert_merge_is_the_single_run(&merged_dir, &whole_dir);
     let (merged_summary, whole_summary) = (
         read_json(&merged_dir.join("summary.json")),
         read_json(&whole_dir.join("summary.json")),
@@ -253,7 +220,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
         "{}",
         text(&out.stderr)
     );
-    assert_same_files(&dir.path().join("m0"), &whole_dir);
+    assert_merge_is_the_single_run(&dir.path().join("m0"), &whole_dir);
     copy("shard-0", "shard-0-other", &|name, text| {
         if name != "results.jsonl" {
             return text;
@@ -370,7 +337,7 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let (whole, merged) = (dir.path().join("whole"), dir.path().join("merged"));
-    assert_same_files(&merged, &whole);
+    assert_merge_is_the_single_run(&merged, &whole);
     // Every request of every shard (a single run journals them as they return, the merge in
     // task order); the generation's totals over them all.
     let tasks_of = |dir: &Path| sorted_task_ids(&dir.join("generation.jsonl"));
@@ -507,7 +474,7 @@ fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
         ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_same_files(&dir.path().join("merged"), &dir.path().join("whole"));
+    assert_merge_is_the_single_run(&dir.path().join("merged"), &dir.path().join("whole"));
     let manifest = read_json(&dir.path().join("merged/manifest.json"));
     assert_eq!(manifest["command"]["args"][1], "merge");
 }

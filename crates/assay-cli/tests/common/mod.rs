@@ -90,6 +90,45 @@ pub fn pybench_data() -> PathBuf {
     dir
 }
 
+/// A JSON file, read (a panic names the file).
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let content =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&content).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A merge of shards is the single run: the same official verdicts (`eval_results.json`'s
+/// `eval`), `pass_at_k.json`, `samples.jsonl`, and each sample's task and status in order.
+pub fn assert_merge_is_the_single_run(merged: &Path, whole: &Path) {
+    assert_eq!(
+        read_json(&merged.join("eval_results.json"))["eval"],
+        read_json(&whole.join("eval_results.json"))["eval"],
+        "the merged verdicts differ from the single run's"
+    );
+    assert_eq!(
+        read_json(&merged.join("pass_at_k.json")),
+        read_json(&whole.join("pass_at_k.json"))
+    );
+    assert_eq!(
+        std::fs::read_to_string(merged.join("samples.jsonl")).unwrap(),
+        std::fs::read_to_string(whole.join("samples.jsonl")).unwrap()
+    );
+    let statuses = |dir: &Path| -> Vec<(u64, String, String)> {
+        lines(&dir.join("results.jsonl"))
+            .iter()
+            .map(|r| {
+                let field = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+                (
+                    r["index"].as_u64().unwrap_or(u64::MAX),
+                    field("task_id"),
+                    field("status"),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(statuses(merged), statuses(whole));
+}
+
 /// Bytes as text, for messages.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

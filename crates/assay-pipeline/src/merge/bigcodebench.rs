@@ -18,7 +18,7 @@ use assay_rundir::SAMPLES;
 use assay_tasks::bigcodebench::{Dataset, Subset};
 use serde_json::Value;
 
-use super::{complete, invalid, merged_manifest, open_out, Figures, Head};
+use super::{complete, invalid, merged_manifest, open_out, Figures, Head, TaskOrder};
 use crate::error::PipelineError;
 
 /// One shard, read whole.
@@ -232,24 +232,14 @@ pub(super) fn merge(
         }
     }
     // The requests, and the answers the model never gave, in task order.
-    let order: HashMap<&str, usize> = dataset
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.task_id.as_str(), i))
-        .collect();
-    let position = |id: &str| order.get(id).copied().unwrap_or(usize::MAX);
-    let mut generation: Vec<GenerationRecord> = parts
-        .iter()
-        .flat_map(|(_, p)| p.generation.iter().cloned())
-        .collect();
-    generation.sort_by_key(|g| position(&g.task_id));
+    let order = TaskOrder::new(dataset.tasks.iter().map(|t| t.task_id.as_str()));
+    let generation = order.requests(parts.iter().flat_map(|(_, p)| &p.generation));
     let mut unanswered_tasks: Vec<Unanswered> = parts
         .iter()
         .filter_map(|(h, _)| h.manifest.generation.as_ref())
         .flat_map(|g| g.outcome.unanswered.iter().cloned())
         .collect();
-    unanswered_tasks.sort_by_key(|u| position(&u.task_id));
+    unanswered_tasks.sort_by_key(|u| order.position(&u.task_id));
     let unanswered: Vec<(String, String)> = unanswered_tasks
         .iter()
         .flat_map(|u| (0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())))

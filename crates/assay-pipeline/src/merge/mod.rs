@@ -13,10 +13,12 @@ mod bigcodebench;
 mod pybench;
 mod rerun;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use assay_records::{EvalSummary, Invocation, Kind, Manifest, PybenchSummary, Shard, Split};
+use assay_records::{
+    EvalSummary, GenerationRecord, Invocation, Kind, Manifest, PybenchSummary, Shard, Split,
+};
 use assay_report::read_manifest;
 use assay_rundir::{identity_difference, RunDir};
 
@@ -264,6 +266,30 @@ fn complete<P: Part>(
         )));
     }
     Ok((taken, same_as_taken))
+}
+
+/// The run's tasks in order, to put the shards' lines back in it.
+struct TaskOrder<'a>(HashMap<&'a str, usize>);
+
+impl<'a> TaskOrder<'a> {
+    fn new(ids: impl Iterator<Item = &'a str>) -> Self {
+        TaskOrder(ids.enumerate().map(|(i, id)| (id, i)).collect())
+    }
+
+    /// Where task `id` comes (a task not in the run last).
+    fn position(&self, id: &str) -> usize {
+        self.0.get(id).copied().unwrap_or(usize::MAX)
+    }
+
+    /// Requests in task order; a task's own stay in the order they returned.
+    fn requests<'r>(
+        &self,
+        requests: impl Iterator<Item = &'r GenerationRecord>,
+    ) -> Vec<GenerationRecord> {
+        let mut requests: Vec<GenerationRecord> = requests.cloned().collect();
+        requests.sort_by_key(|g| self.position(&g.task_id));
+        requests
+    }
 }
 
 /// The merged run's manifest: the first shard's without its shard, started when the first

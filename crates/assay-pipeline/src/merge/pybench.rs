@@ -11,9 +11,8 @@ use assay_agent::pybench::summary::summarize;
 use assay_records::{EpisodeRecord, GenerationRecord, PybenchSummary, TrajectoryRecord};
 use assay_report::read_lines;
 use assay_rundir::SUMMARY;
-use assay_tasks::pybench::ID_PREFIX;
 
-use super::{complete, invalid, merged_manifest, open_out, Figures, Head};
+use super::{complete, invalid, merged_manifest, open_out, Figures, Head, TaskOrder};
 use crate::error::PipelineError;
 use crate::pybench::{load_tasks, FIGURES_DIR, GENERATION, TASKS_DIR, TRAJECTORIES};
 
@@ -157,21 +156,8 @@ pub(super) fn merge(
         }
         episodes.push(episode);
     }
-    // Requests in task order; a task's own in the order they returned.
-    let position: BTreeMap<&str, usize> = data
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.index.as_str(), i))
-        .collect();
-    let mut generation: Vec<GenerationRecord> = parts
-        .iter()
-        .flat_map(|(_, p)| p.generation.iter().cloned())
-        .collect();
-    generation.sort_by_key(|g| {
-        let index = g.task_id.strip_prefix(ID_PREFIX).unwrap_or(&g.task_id);
-        position.get(index).copied().unwrap_or(usize::MAX)
-    });
+    let order = TaskOrder::new(episodes.iter().map(|e| e.task_id.as_str()));
+    let generation = order.requests(parts.iter().flat_map(|(_, p)| &p.generation));
 
     run.rewrite_results(&episodes)?;
     if !trajectories.is_empty() {
