@@ -1,12 +1,13 @@
 //! `generate`: a model asked for answers (the official prompts and sanitizer) into a run
 //! directory's `samples.jsonl`, resumably.
 
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_generate::{prompt, resolve, Generation, Model};
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec, Provider};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider};
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
     ModelAccess, RunEvent, Split,
@@ -70,9 +71,9 @@ impl ModelSettings {
         key: impl Fn(&Provider) -> Option<String>,
     ) -> Result<Chosen, PipelineError> {
         let invalid = |m: &str| Err(PipelineError::Invalid(m.to_string()));
-        if self.concurrency == 0 {
+        let Some(concurrency) = NonZeroUsize::new(self.concurrency) else {
             return invalid("--concurrency must be at least 1");
-        }
+        };
         let spec = match &self.model {
             Some(spec) => spec.trim().to_string(),
             None if default_reference => "reference".to_string(),
@@ -135,6 +136,11 @@ impl ModelSettings {
             request_timeout,
             retries: self.retries,
             backoff: Backoff::default(),
+            limits: Limits {
+                concurrency,
+                requests_per_minute: None,
+                tokens_per_minute: None,
+            },
         })?;
         let base_url = Some(client.base_url().to_string());
         let model = if self.direct_completion {

@@ -2,6 +2,7 @@
 //! each into a run directory, resumably.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -14,7 +15,7 @@ use assay_agent::pybench::summary::summarize;
 use assay_agent::pybench::{
     run_episode, Episode, EpisodeSettings, Protocol, Replier, Reply, ReplyError, Transcript,
 };
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits as ModelLimits, ModelSpec};
 use assay_pyenv::Environment;
 use assay_records::{
     CheckVerdict, EpisodeEnd, EpisodeRecord, GenerationRecord, Identity, Kind, Listener, Manifest,
@@ -37,8 +38,9 @@ pub const TRAJECTORIES: &str = "trajectory.jsonl";
 pub const TASKS_DIR: &str = "tasks";
 /// Where a run keeps the images cells displayed.
 pub const FIGURES_DIR: &str = "figures";
-/// Episodes at once (upstream runs 16); their cells share the engine's CPU slots.
-const EPISODES_AT_ONCE: usize = 16;
+/// Episodes at once (upstream runs 16); their cells share the engine's CPU slots, and their
+/// requests the model's (fewer while the server is overloaded).
+const EPISODES_AT_ONCE: NonZeroUsize = NonZeroUsize::new(16).expect("16 is not 0");
 /// What an episode's output files may hold in all before the rest is kept cut.
 const OUTPUT_BYTES: u64 = 1 << 30;
 /// What a cell may print before the rest is only counted.
@@ -147,6 +149,11 @@ impl Model {
             request_timeout: std::time::Duration::from_secs_f64(access.request_timeout),
             retries: access.retries,
             backoff: Backoff::default(),
+            limits: ModelLimits {
+                concurrency: EPISODES_AT_ONCE,
+                requests_per_minute: None,
+                tokens_per_minute: None,
+            },
         })?;
         Ok(Model::Chat(client))
     }
@@ -355,7 +362,7 @@ pub async fn pybench(
     {
         manifest.model_access = Some(ModelAccess {
             base_url: Some(client.base_url().to_string()),
-            concurrency: EPISODES_AT_ONCE,
+            concurrency: EPISODES_AT_ONCE.get(),
             request_timeout_seconds: access.request_timeout,
             retries: access.retries,
         });
@@ -468,7 +475,7 @@ pub async fn pybench(
         .iter()
         .map(|t| (t.index.clone(), watch::channel(false)))
         .collect();
-    let places = Semaphore::new(EPISODES_AT_ONCE);
+    let places = Semaphore::new(EPISODES_AT_ONCE.get());
     let context = Context {
         data: &data,
         engine: &engine,
