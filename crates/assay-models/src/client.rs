@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use assay_records::{ModelLoad, RunEvent};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 
@@ -63,6 +64,20 @@ pub struct Load {
     /// HTTP requests sent in the last minute, retries included (before a minute has passed,
     /// the rate so far).
     pub per_minute: u32,
+}
+
+impl From<Load> for RunEvent {
+    /// The `in-flight` event that reports it.
+    fn from(load: Load) -> RunEvent {
+        RunEvent::InFlight {
+            requests: load.in_flight,
+            load: Some(ModelLoad {
+                per_minute: load.per_minute,
+                limit: load.limit,
+                concurrency: load.concurrency,
+            }),
+        }
+    }
 }
 
 impl Client {

@@ -1,7 +1,7 @@
 //! `generate`: a model asked for answers (the official prompts and sanitizer) into a run
 //! directory's `samples.jsonl`, resumably.
 
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +10,7 @@ use assay_generate::{prompt, resolve, Generation, Model};
 use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider};
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
-    ModelAccess, RunEvent, Split,
+    ModelAccess, Prices, RunEvent, Split,
 };
 use assay_rundir::RunDir;
 use assay_sanitize::Sanitizer;
@@ -44,6 +44,12 @@ pub struct ModelSettings {
     pub request_timeout: f64,
     /// Attempts after the first.
     pub retries: u32,
+    /// Requests a minute at most.
+    pub requests_per_minute: Option<NonZeroU32>,
+    /// Tokens a minute at most.
+    pub tokens_per_minute: Option<NonZeroU64>,
+    /// What tokens cost, for the totals.
+    pub prices: Option<Prices>,
 }
 
 /// The model as chosen.
@@ -96,6 +102,9 @@ impl ModelSettings {
             concurrency: self.concurrency,
             request_timeout_seconds: self.request_timeout,
             retries: self.retries,
+            requests_per_minute: self.requests_per_minute.map(NonZeroU32::get),
+            tokens_per_minute: self.tokens_per_minute.map(NonZeroU64::get),
+            prices: self.prices,
         };
         if spec == "reference" {
             if self.base_url.is_some() || self.direct_completion {
@@ -138,8 +147,8 @@ impl ModelSettings {
             backoff: Backoff::default(),
             limits: Limits {
                 concurrency,
-                requests_per_minute: None,
-                tokens_per_minute: None,
+                requests_per_minute: self.requests_per_minute,
+                tokens_per_minute: self.tokens_per_minute,
             },
         })?;
         let base_url = Some(client.base_url().to_string());
@@ -199,6 +208,7 @@ pub async fn generate(
         model: &chosen.model,
         sanitizer: Arc::new(Mutex::new(sanitizer)),
         concurrency: chosen.access.concurrency,
+        prices: chosen.access.prices,
     };
     let outcome = generation.run(run, listener).await?;
     let mut manifest = run.manifest()?;

@@ -338,7 +338,15 @@ pub fn merge(request: MergeRequest) -> Result<MergeReport, PipelineError> {
             outcome: GenerationOutcome {
                 samples: records.len(),
                 unanswered: unanswered_tasks,
-                totals: assay_generate::totals(&generation),
+                // At the prices of the first shard (shards of one command share them).
+                totals: assay_generate::totals(
+                    &generation,
+                    first
+                        .manifest
+                        .model_access
+                        .as_ref()
+                        .and_then(|a| a.prices.as_ref()),
+                ),
             },
             finished_at: parts
                 .iter()
@@ -390,6 +398,7 @@ pub fn merge(request: MergeRequest) -> Result<MergeReport, PipelineError> {
             unanswered: &unanswered,
             isolation,
             ground_truth: ground_truth(&parts, dataset.tasks.len()),
+            generation: manifest.generation.as_ref().map(|g| &g.outcome.totals),
             wall: std::time::Duration::from_secs_f64(
                 parts
                     .iter()

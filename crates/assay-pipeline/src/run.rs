@@ -105,6 +105,7 @@ pub async fn run(
                 records: opened.records,
                 model: &chosen.name,
                 unanswered: &unanswered,
+                generation: Some(&outcome.totals),
             },
             listener,
         )

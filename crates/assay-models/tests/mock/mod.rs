@@ -213,6 +213,8 @@ struct Script {
     in_flight: usize,
     /// Requests in flight at most, and the answer to one beyond them, while `Some`.
     limit: Option<(usize, Reply)>,
+    /// The limit is lifted once this many requests have arrived.
+    limit_until: Option<usize>,
     /// How long an answer (not a refusal) is held before it is sent.
     delay: Duration,
 }
@@ -323,6 +325,12 @@ impl MockServer {
         self.script.lock().unwrap().limit = None;
     }
 
+    /// Lifts [`MockServer::limit_in_flight`] once `requests` have arrived in all (the server
+    /// copes again), for a client in another process.
+    pub fn unlimit_after(&self, requests: usize) {
+        self.script.lock().unwrap().limit_until = Some(requests);
+    }
+
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.script.lock().unwrap().requests.clone()
@@ -391,6 +399,12 @@ async fn handle(script: Shared, route: Route, headers: HeaderMap, body: Bytes) -
     let _answering = Answering::new(&script);
     let (reply, delay) = {
         let mut script = script.lock().unwrap();
+        if script
+            .limit_until
+            .is_some_and(|until| script.requests.len() >= until)
+        {
+            script.limit = None;
+        }
         let in_flight = script.in_flight;
         let refusal = script
             .limit
