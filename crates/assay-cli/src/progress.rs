@@ -299,3 +299,74 @@ impl Drop for Spinner {
         self.0.finish_and_clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_records::{GenerationRecord, TokenUsage};
+
+    fn in_flight(requests: usize, limit: usize) -> RunEvent {
+        RunEvent::InFlight {
+            requests,
+            load: Some(ModelLoad {
+                per_minute: 57,
+                limit,
+                concurrency: 8,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_line_shows_the_rate_and_a_lowered_limit() {
+        let mut progress = Progress::new(true);
+        progress.on_event(&RunEvent::GenerationStarted {
+            samples: 10,
+            done: 0,
+        });
+        progress.on_event(&in_flight(8, 8));
+        let (_, _, line) = progress.state();
+        assert!(line.starts_with("8 in flight · 57 req/min · "), "{line}");
+        progress.on_event(&RunEvent::Answered {
+            record: Box::new(GenerationRecord {
+                task_id: "BigCodeBench/1".into(),
+                raw: vec!["x".into()],
+                solutions: vec!["x".into()],
+                finish_reasons: vec![None],
+                usage: TokenUsage::default(),
+                latency_seconds: 1.0,
+                attempts: 3,
+                error: None,
+                wanted: 1,
+            }),
+        });
+        progress.on_event(&in_flight(2, 4));
+        let (done, total, line) = progress.state();
+        assert_eq!((done, total), (1, 10));
+        assert!(
+            line.starts_with("2 in flight (limit 4 of 8) · 57 req/min · "),
+            "{line}"
+        );
+        assert!(line.ends_with(" · 2 retries"), "{line}");
+        // Without a model API: only what is running.
+        progress.on_event(&RunEvent::InFlight {
+            requests: 3,
+            load: None,
+        });
+        assert!(progress.state().2.starts_with("3 in flight · 0 tok/s"));
+    }
+
+    #[test]
+    fn episodes_show_the_models_load_beside_their_statuses() {
+        let mut progress = Progress::new(true);
+        progress.on_event(&RunEvent::EpisodesStarted {
+            episodes: 3,
+            done: 0,
+        });
+        assert_eq!(progress.state().2, "");
+        progress.on_event(&in_flight(5, 2));
+        assert_eq!(
+            progress.state().2,
+            "5 in flight (limit 2 of 8) · 57 req/min"
+        );
+    }
+}

@@ -355,8 +355,9 @@ impl Inner {
         let label = self.spec.to_string();
         self.policy
             .run(&label, observer, || async {
-                let place = self.gate.enter().await;
+                let mut place = self.gate.enter().await;
                 let charge = self.pacer.admit(call.tokens).await;
+                place.send();
                 let answer = self
                     .transport
                     .post(&url, &self.headers, bytes.clone(), env_var, secret)

@@ -8,8 +8,9 @@
 //! together): only a request sent since the last cut may cut again, so one burst halves the
 //! limit once.
 //!
-//! A place is held for one attempt, from sending to the answer: a request waiting to retry
-//! holds none, and its retry queues again under the limit of that moment. When the server
+//! A place is held for one attempt, from its wait for the per-minute budgets to the answer
+//! (in flight from the moment it is sent): a request waiting to retry holds none, and its
+//! retry queues again under the limit of that moment. When the server
 //! says how long to wait (`Retry-After`), nobody sends before then: its limits are the
 //! account's, not the one request's, so a throttled run probes it once per wait instead of
 //! hammering it. The limit never goes below one, every place is given back when its attempt
@@ -41,9 +42,9 @@ struct State {
     held: usize,
     /// Places to withhold when they are given back: a cut larger than the free places.
     debt: usize,
-    /// Counts cuts; a request remembers the one it was admitted under.
+    /// Counts cuts; a request remembers the one it was sent under.
     epoch: u64,
-    /// Successes, since the last change, of requests admitted since the last cut.
+    /// Successes, since the last change, of requests sent since the last cut.
     successes: usize,
     /// Nothing is sent before this: the server asked to wait.
     resume_at: Option<Instant>,
@@ -53,10 +54,21 @@ struct State {
 pub(crate) struct Place<'a> {
     gate: &'a Gate,
     permit: Option<SemaphorePermit<'a>>,
-    /// The cut this request was admitted after.
+    /// The cut this request was sent after.
     epoch: u64,
-    /// Whether it got past any pause (and counts as in flight).
+    /// Whether it was sent (and counts as in flight).
     sent: bool,
+}
+
+impl Place<'_> {
+    /// The request goes now (after the per-minute budgets' wait, which holds the place but
+    /// sends nothing).
+    pub(crate) fn send(&mut self) {
+        let mut state = self.gate.state();
+        state.held += 1;
+        self.epoch = state.epoch;
+        self.sent = true;
+    }
 }
 
 impl Gate {
@@ -84,7 +96,7 @@ impl Gate {
     }
 
     /// Waits for a place (first come, first served), then for the end of any pause the
-    /// server asked for.
+    /// server asked for. The request counts as in flight once [`Place::send`] says so.
     pub(crate) async fn enter(&self) -> Place<'_> {
         let permit = self
             .places
@@ -92,8 +104,8 @@ impl Gate {
             .await
             .expect("the gate is never closed");
         // A place from here on, so that it is given back right even if this future is dropped
-        // during the pause; in flight once the pause is over.
-        let mut place = Place {
+        // during the pause.
+        let place = Place {
             gate: self,
             permit: Some(permit),
             epoch: 0,
@@ -108,10 +120,6 @@ impl Gate {
                 None => break,
             }
         }
-        let mut state = self.state();
-        state.held += 1;
-        place.epoch = state.epoch;
-        place.sent = true;
         place
     }
 
@@ -216,7 +224,7 @@ mod tests {
         places.pop();
         assert_eq!((gate.load(), free(&gate)), ((3, 4), 1));
         // A request admitted after the cut cuts again.
-        let late = gate.enter().await;
+        let late = sent(&gate).await;
         gate.overloaded(&late, None);
         assert_eq!(gate.load(), (4, 2));
         drop(late);
@@ -228,20 +236,24 @@ mod tests {
     async fn the_limit_never_goes_below_one() {
         let gate = gate(2);
         for _ in 0..5 {
-            let place = gate.enter().await;
+            let place = sent(&gate).await;
             gate.overloaded(&place, None);
         }
         assert_eq!(gate.load(), (0, 1));
         assert_eq!(free(&gate), 1);
-        let place = gate.enter().await;
+        let mut place = gate.enter().await;
+        assert_eq!(gate.load(), (0, 1), "not in flight before it is sent");
         assert!(gate.places.try_acquire().is_err(), "one at a time");
+        place.send();
+        assert_eq!(gate.load(), (1, 1));
         drop(place);
+        assert_eq!(gate.load(), (0, 1));
     }
 
     #[tokio::test]
     async fn successes_raise_the_limit_back_one_at_a_time() {
         let gate = gate(4);
-        let place = gate.enter().await;
+        let place = sent(&gate).await;
         gate.overloaded(&place, None);
         gate.overloaded(&place, None);
         assert_eq!(gate.load().1, 2);
@@ -250,7 +262,7 @@ mod tests {
         drop(place);
         let mut limits = Vec::new();
         for _ in 0..12 {
-            let place = gate.enter().await;
+            let place = sent(&gate).await;
             gate.succeeded(&place);
             limits.push(gate.load().1);
         }
@@ -263,26 +275,33 @@ mod tests {
     async fn nobody_sends_before_the_servers_wait_is_over() {
         let gate = gate(8);
         let start = Instant::now();
-        let place = gate.enter().await;
+        let place = sent(&gate).await;
         gate.overloaded(&place, Some(Duration::from_secs(2)));
         drop(place);
         // A shorter wait asked later does not shorten it.
-        let place = gate.enter().await;
+        let place = sent(&gate).await;
         assert_eq!(start.elapsed(), Duration::from_secs(2));
         gate.overloaded(&place, Some(Duration::from_secs(3)));
         gate.overloaded(&place, Some(Duration::from_secs(1)));
         drop(place);
-        let (a, b) = tokio::join!(gate.enter(), gate.enter());
+        let (a, b) = tokio::join!(sent(&gate), sent(&gate));
         assert_eq!(start.elapsed(), Duration::from_secs(5));
         assert_eq!(gate.load(), (2, 2));
         drop((a, b));
     }
 
-    /// `n` places, taken one after the other.
+    /// A place, its request sent.
+    async fn sent(gate: &Gate) -> Place<'_> {
+        let mut place = gate.enter().await;
+        place.send();
+        place
+    }
+
+    /// `n` places, taken one after the other, their requests sent.
     async fn enter_many(gate: &Gate, n: usize) -> Vec<Place<'_>> {
         let mut places = Vec::new();
         for _ in 0..n {
-            places.push(gate.enter().await);
+            places.push(sent(gate).await);
         }
         places
     }
