@@ -112,6 +112,12 @@ impl ModelSettings {
                     "--base-url and --direct-completion are for model APIs, not `reference`",
                 );
             }
+            let limited = self.requests_per_minute.is_some() || self.tokens_per_minute.is_some();
+            if limited || self.prices.is_some() {
+                return invalid(
+                    "--rpm, --tpm, --price-in and --price-out are for model APIs, not `reference`",
+                );
+            }
             return Ok(Chosen {
                 model: Model::Reference,
                 name: "reference".into(),
@@ -169,6 +175,11 @@ impl ModelSettings {
 }
 
 impl Chosen {
+    /// Whether a model API answers (not the reference solutions).
+    pub fn calls_api(&self) -> bool {
+        !matches!(self.model, Model::Reference)
+    }
+
     /// What decides the answers, added to a run's identity.
     pub fn identity(&self, into: Identity) -> Identity {
         Identity {
@@ -263,4 +274,67 @@ pub async fn generate_only(
         outcome,
         dir: run.path().to_path_buf(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(model: &str) -> ModelSettings {
+        ModelSettings {
+            model: Some(model.into()),
+            base_url: Some("http://localhost:8000/v1".into()),
+            direct_completion: false,
+            split: Split::Complete,
+            n: 1,
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            concurrency: 4,
+            request_timeout: 60.0,
+            retries: 2,
+            requests_per_minute: NonZeroU32::new(500),
+            tokens_per_minute: NonZeroU64::new(30_000),
+            prices: Some(Prices {
+                prompt_usd_per_million: 2.5,
+                completion_usd_per_million: 10.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn limits_and_prices_are_how_the_model_is_reached() {
+        let chosen = settings("openai:m").choose(false, |_| None).unwrap();
+        assert!(chosen.calls_api());
+        let access = chosen.access;
+        assert_eq!(
+            (access.requests_per_minute, access.tokens_per_minute),
+            (Some(500), Some(30_000))
+        );
+        assert_eq!(access.prices.unwrap().completion_usd_per_million, 10.0);
+        let Model::Chat(client) = chosen.model else {
+            panic!("a chat model");
+        };
+        assert_eq!((client.load().limit, client.load().concurrency), (4, 4));
+    }
+
+    #[test]
+    fn the_reference_solutions_take_no_limits_or_prices() {
+        let mut reference = settings("reference");
+        reference.base_url = None;
+        let err = reference.choose(true, |_| None).err().unwrap().to_string();
+        assert!(
+            err.contains("--rpm, --tpm, --price-in and --price-out"),
+            "{err}"
+        );
+        let err = ModelSettings {
+            concurrency: 0,
+            ..settings("openai:m")
+        }
+        .choose(false, |_| None)
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("--concurrency"), "{err}");
+    }
 }

@@ -398,7 +398,12 @@ pub fn merge(request: MergeRequest) -> Result<MergeReport, PipelineError> {
             unanswered: &unanswered,
             isolation,
             ground_truth: ground_truth(&parts, dataset.tasks.len()),
-            generation: manifest.generation.as_ref().map(|g| &g.outcome.totals),
+            // The reference solutions bill no tokens.
+            generation: manifest
+                .generation
+                .as_ref()
+                .filter(|_| identity.model.as_deref() != Some("reference"))
+                .map(|g| &g.outcome.totals),
             wall: std::time::Duration::from_secs_f64(
                 parts
                     .iter()
