@@ -1,6 +1,7 @@
 //! The arguments commands share, and the typed settings each turns into: the command files
 //! parse with these and hand the settings to `assay-pipeline`.
 
+use std::num::{NonZeroU32, NonZeroU64};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -9,7 +10,7 @@ use assay_pipeline::generate::ModelSettings;
 use assay_pipeline::judge::JudgeSettings;
 use assay_pipeline::selection::TaskSelection;
 use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile};
-use assay_records::{Shard, Split};
+use assay_records::{Prices, Shard, Split};
 use assay_sandbox::IsolationMode;
 use assay_tasks::bigcodebench::{Subset, VERSIONS};
 use clap::{Args, ValueEnum};
@@ -289,6 +290,57 @@ pub struct ModelArgs {
     /// Attempts after the first on rate limits, server errors, timeouts and broken connections.
     #[arg(long, default_value_t = 6)]
     pub retries: u32,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
+}
+
+/// What a model's provider allows and charges: every command that calls a model takes these.
+#[derive(Args)]
+pub struct ProviderArgs {
+    /// Requests a minute at most, retries included, spread evenly over the minute (the
+    /// provider's requests-per-minute limit).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rpm: Option<u32>,
+    /// Tokens a minute at most (the provider's tokens-per-minute limit): a request counts its
+    /// prompt (estimated as characters / 4) and its token limit per answer until its answer
+    /// reports what it used.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tpm: Option<u64>,
+    /// US dollars per million prompt tokens: the cost goes in the manifest, summary.json and
+    /// the summary printed at the end (with --price-out).
+    #[arg(long, value_name = "USD", requires = "price_out", value_parser = price)]
+    pub price_in: Option<f64>,
+    /// US dollars per million completion tokens (with --price-in).
+    #[arg(long, value_name = "USD", requires = "price_in", value_parser = price)]
+    pub price_out: Option<f64>,
+}
+
+impl ProviderArgs {
+    /// `--rpm` (clap refuses 0).
+    pub fn requests_per_minute(&self) -> Option<NonZeroU32> {
+        self.rpm.and_then(NonZeroU32::new)
+    }
+
+    /// `--tpm` (clap refuses 0).
+    pub fn tokens_per_minute(&self) -> Option<NonZeroU64> {
+        self.tpm.and_then(NonZeroU64::new)
+    }
+
+    /// `--price-in` and `--price-out` (clap has them together or not at all).
+    pub fn prices(&self) -> Option<Prices> {
+        Some(Prices {
+            prompt_usd_per_million: self.price_in?,
+            completion_usd_per_million: self.price_out?,
+        })
+    }
+}
+
+/// A price in US dollars: a finite number, 0 or more.
+fn price(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd >= 0.0 => Ok(usd),
+        _ => Err("expected US dollars per million tokens: a number, 0 or more".into()),
+    }
 }
 
 impl EngineArgs {
@@ -350,6 +402,9 @@ impl ModelArgs {
             concurrency: self.concurrency,
             request_timeout: self.request_timeout,
             retries: self.retries,
+            requests_per_minute: self.provider.requests_per_minute(),
+            tokens_per_minute: self.provider.tokens_per_minute(),
+            prices: self.provider.prices(),
         }
     }
 }

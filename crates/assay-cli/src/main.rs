@@ -78,7 +78,7 @@ fn main() -> std::process::ExitCode {
         },
         Command::Generate(args) => block_on(generate_cmd::run(args)),
         Command::Run(args) => match args.pybench {
-            Some(run_cmd::PybenchRun::Pybench(args)) => block_on(pybench_cmd::run(args)),
+            Some(run_cmd::PybenchRun::Pybench(args)) => block_on(pybench_cmd::run(*args)),
             None => block_on(run_cmd::run(args)),
         },
         Command::Merge(args) => merge_cmd::run(args),

@@ -7,6 +7,22 @@ use assay_records::{
     EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split, OFFICIAL_TIMEOUT_SECONDS,
 };
 
+/// A cost in US dollars: cents, or finer below a dollar (a few requests cost fractions of a
+/// cent).
+fn dollars(usd: f64) -> String {
+    if usd >= 1.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
+/// `, $X` when there is a cost, to end a phrase about tokens.
+fn cost(usd: Option<f64>) -> String {
+    usd.map(|usd| format!(", {}", dollars(usd)))
+        .unwrap_or_default()
+}
+
 /// `n` and what it counts: `one` when `n` is 1, else `many`.
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -92,6 +108,14 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
         .map(|Slow(task, secs, status)| format!("{task} {secs:.1} s ({status})"))
         .collect();
     println!("  slowest: {}", slow.join(", "));
+    if let Some(tokens) = &summary.tokens {
+        println!(
+            "  model tokens: {} prompt, {} completion{}",
+            tokens.prompt_tokens,
+            tokens.completion_tokens,
+            cost(summary.cost_usd)
+        );
+    }
     let saved = &summary.budgets_saved;
     if saved.samples > 0 {
         println!(
@@ -112,13 +136,14 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
 pub fn generation(outcome: &GenerationOutcome) {
     let t = &outcome.totals;
     println!(
-        "generated {} samples ({} requests, {} retried; tokens: {} prompt, {} completion; \
+        "generated {} samples ({} requests, {} retried; tokens: {} prompt, {} completion{}; \
          latency mean {:.1} s, max {:.1} s)",
         outcome.samples,
         t.requests,
         t.retried_requests,
         t.usage.prompt_tokens,
         t.usage.completion_tokens,
+        cost(t.cost_usd),
         t.latency_mean_seconds,
         t.latency_max_seconds,
     );
@@ -211,10 +236,11 @@ pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
         );
     }
     println!(
-        "  replies per judged task {:.1}; tokens {} in, {} out; {:.0} s",
+        "  replies per judged task {:.1}; tokens {} in, {} out{}; {:.0} s",
         summary.average_turns_raw,
         summary.tokens.prompt_tokens,
         summary.tokens.completion_tokens,
+        cost(summary.cost_usd),
         summary.wall_seconds
     );
     if !summary.infra.is_empty() {

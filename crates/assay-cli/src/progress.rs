@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use assay_pyenv::SetupObserver;
-use assay_records::{Listener, RunEvent, Status};
+use assay_records::{Listener, ModelLoad, RunEvent, Status};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::print;
@@ -37,10 +37,11 @@ pub struct Progress {
     mode: Mode,
     phase: Phase,
     started: Instant,
-    /// Generation: answers wanted, answered (or failed), requests in flight, tokens, retries,
-    /// failed answers.
+    /// Generation: answers wanted, answered (or failed), requests in flight and the model
+    /// API's load (PyBench's episodes too), tokens, retries, failed answers.
     answers: (usize, usize),
     in_flight: usize,
+    load: Option<ModelLoad>,
     tokens: u64,
     retries: u64,
     failed: usize,
@@ -75,6 +76,7 @@ impl Progress {
             started: Instant::now(),
             answers: (0, 0),
             in_flight: 0,
+            load: None,
             tokens: 0,
             retries: 0,
             failed: 0,
@@ -99,11 +101,8 @@ impl Progress {
         let (done, total) = match self.phase {
             Phase::Generating => {
                 let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
-                parts.push(format!(
-                    "{} in flight · {:.0} tok/s",
-                    self.in_flight,
-                    self.tokens as f64 / seconds
-                ));
+                parts.extend(self.requests());
+                parts.push(format!("{:.0} tok/s", self.tokens as f64 / seconds));
                 if self.retries > 0 {
                     parts.push(format!("{} retries", self.retries));
                 }
@@ -114,6 +113,10 @@ impl Progress {
             }
             Phase::Judging | Phase::Idle => {
                 parts.extend(self.statuses.iter().map(|(s, n)| format!("{s} {n}")));
+                // PyBench's episodes ask the model meanwhile.
+                if self.load.is_some() {
+                    parts.extend(self.requests());
+                }
                 let references = self.references.0.min(self.references.1);
                 (
                     self.samples.1 + references,
@@ -126,6 +129,19 @@ impl Progress {
             parts.push(format!("reference solutions {refs_done}/{refs_total}"));
         }
         (done, total, parts.join(" · "))
+    }
+
+    /// Requests in flight (and the limit, while the server's overload keeps it below
+    /// `--concurrency`), and the requests sent over the last minute.
+    fn requests(&self) -> Vec<String> {
+        let mut parts = vec![format!("{} in flight", self.in_flight)];
+        if let Some(load) = &self.load {
+            if load.limit < load.concurrency {
+                parts[0].push_str(&format!(" (limit {} of {})", load.limit, load.concurrency));
+            }
+            parts.push(format!("{} req/min", load.per_minute));
+        }
+        parts
     }
 
     /// Shows the state: on the bar, or as a line when one is due (or `now`).
@@ -156,6 +172,7 @@ impl Progress {
     fn enter(&mut self, phase: Phase) {
         self.phase = phase;
         self.started = Instant::now();
+        self.load = None;
         if let Mode::Bar(bar) = &self.mode {
             bar.reset();
         }
@@ -175,7 +192,10 @@ impl Listener for Progress {
                 self.enter(Phase::Generating);
                 self.answers = (*samples, *done);
             }
-            RunEvent::InFlight { requests } => self.in_flight = *requests,
+            RunEvent::InFlight { requests, load } => {
+                self.in_flight = *requests;
+                self.load = *load;
+            }
             RunEvent::Answered { record } => {
                 self.retries += u64::from(record.attempts.saturating_sub(1));
                 match &record.error {
@@ -198,6 +218,7 @@ impl Listener for Progress {
                     print::generation(outcome);
                 }
                 self.phase = Phase::Idle;
+                self.load = None;
             }
             RunEvent::JudgingStarted {
                 samples,
@@ -276,5 +297,76 @@ impl SetupObserver for Spinner {
 impl Drop for Spinner {
     fn drop(&mut self) {
         self.0.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_records::{GenerationRecord, TokenUsage};
+
+    fn in_flight(requests: usize, limit: usize) -> RunEvent {
+        RunEvent::InFlight {
+            requests,
+            load: Some(ModelLoad {
+                per_minute: 57,
+                limit,
+                concurrency: 8,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_line_shows_the_rate_and_a_lowered_limit() {
+        let mut progress = Progress::new(true);
+        progress.on_event(&RunEvent::GenerationStarted {
+            samples: 10,
+            done: 0,
+        });
+        progress.on_event(&in_flight(8, 8));
+        let (_, _, line) = progress.state();
+        assert!(line.starts_with("8 in flight · 57 req/min · "), "{line}");
+        progress.on_event(&RunEvent::Answered {
+            record: Box::new(GenerationRecord {
+                task_id: "BigCodeBench/1".into(),
+                raw: vec!["x".into()],
+                solutions: vec!["x".into()],
+                finish_reasons: vec![None],
+                usage: TokenUsage::default(),
+                latency_seconds: 1.0,
+                attempts: 3,
+                error: None,
+                wanted: 1,
+            }),
+        });
+        progress.on_event(&in_flight(2, 4));
+        let (done, total, line) = progress.state();
+        assert_eq!((done, total), (1, 10));
+        assert!(
+            line.starts_with("2 in flight (limit 4 of 8) · 57 req/min · "),
+            "{line}"
+        );
+        assert!(line.ends_with(" · 2 retries"), "{line}");
+        // Without a model API: only what is running.
+        progress.on_event(&RunEvent::InFlight {
+            requests: 3,
+            load: None,
+        });
+        assert!(progress.state().2.starts_with("3 in flight · 0 tok/s"));
+    }
+
+    #[test]
+    fn episodes_show_the_models_load_beside_their_statuses() {
+        let mut progress = Progress::new(true);
+        progress.on_event(&RunEvent::EpisodesStarted {
+            episodes: 3,
+            done: 0,
+        });
+        assert_eq!(progress.state().2, "");
+        progress.on_event(&in_flight(5, 2));
+        assert_eq!(
+            progress.state().2,
+            "5 in flight (limit 2 of 8) · 57 req/min"
+        );
     }
 }

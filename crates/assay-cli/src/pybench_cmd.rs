@@ -13,7 +13,7 @@ use assay_pyenv::Profile;
 use assay_tasks::pybench::PyBench;
 use clap::{Args, ValueEnum};
 
-use crate::args::{EngineArgs, ShardArgs};
+use crate::args::{EngineArgs, ProviderArgs, ShardArgs};
 use crate::print;
 use crate::progress::Progress;
 use crate::secrets;
@@ -80,6 +80,8 @@ pub struct RunArgs {
     /// Attempts after the first on rate limits, server errors, timeouts and broken connections.
     #[arg(long, default_value_t = 6)]
     pub retries: u32,
+    #[command(flatten)]
+    pub provider: ProviderArgs,
     /// How the agent's code reaches the interpreter.
     #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown)]
     pub protocol: ProtocolArg,
@@ -128,6 +130,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             api_key,
             request_timeout: args.request_timeout,
             retries: args.retries,
+            requests_per_minute: args.provider.requests_per_minute(),
+            tokens_per_minute: args.provider.tokens_per_minute(),
+            prices: args.provider.prices(),
         },
         settings: EpisodeSettings {
             protocol: match args.protocol {

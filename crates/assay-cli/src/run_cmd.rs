@@ -16,7 +16,7 @@ use crate::secrets;
 pub enum PybenchRun {
     /// PyBench: an agent drives a persistent interpreter over input files, for up to ten
     /// turns; unit checks judge what it produced.
-    Pybench(crate::pybench_cmd::RunArgs),
+    Pybench(Box<crate::pybench_cmd::RunArgs>),
 }
 
 #[derive(Args)]

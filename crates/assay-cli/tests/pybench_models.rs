@@ -470,3 +470,52 @@ fn a_check_reading_a_task_that_runs_again_is_judged_again() {
         .count();
     assert_eq!(asked_for_68, 1, "68's episode is not run again");
 }
+
+#[test]
+fn the_agents_tokens_are_priced_and_its_requests_paced() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    // One reply, without code: 10 prompt and 5 completion tokens (the mock's usage).
+    server.respond_with(Route::Chat, |_| {
+        Reply::chat(&["Finished: 48 38 32 26 23 15 10 2 1"])
+    });
+    let out = dir.path().join("run");
+    let priced = [
+        "--price-in",
+        "1000",
+        "--price-out",
+        "2000",
+        "--rpm",
+        "600",
+        "--tpm",
+        "100000",
+    ];
+    let done = run_mock(&server, "7", &out, &priced, dir.path());
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let stdout = text(&done.stdout);
+    assert!(stdout.contains("tokens 10 in, 5 out, $0.0200;"), "{stdout}");
+    let read = |name: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(out.join(name)).unwrap()).unwrap()
+    };
+    let summary = read("summary.json");
+    assert_eq!(
+        summary["tokens"],
+        json!({"prompt_tokens": 10, "completion_tokens": 5})
+    );
+    assert_eq!(summary["cost_usd"].as_f64(), Some(0.02));
+    let access = &read("manifest.json")["model_access"];
+    assert_eq!(access["requests_per_minute"], 600);
+    assert_eq!(access["tokens_per_minute"], 100_000);
+    assert_eq!(access["prices"]["completion_usd_per_million"], 2000.0);
+
+    // A rerun at other prices asks nothing again; the summary costs what it ran at them.
+    let repriced = ["--price-in", "0", "--price-out", "1000"];
+    let again = run_mock(&server, "7", &out, &repriced, dir.path());
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(server.requests_to(Route::Chat).len(), 1);
+    assert_eq!(read("summary.json")["cost_usd"].as_f64(), Some(0.005));
+    assert_eq!(
+        read("manifest.json")["model_access"]["prices"]["prompt_usd_per_million"],
+        0.0
+    );
+}

@@ -4,12 +4,12 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use assay_models::{hit_token_limit, Client, Prompt, Request, RequestError, Response};
 use assay_records::{
-    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Listener, RunEvent,
-    TokenUsage, Unanswered,
+    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Listener, Prices,
+    RunEvent, TokenUsage, Unanswered,
 };
 use assay_rundir::{python_json, RunDir, RunDirError, SAMPLES};
 use assay_sanitize::Sanitizer;
@@ -22,6 +22,9 @@ use crate::prompt;
 /// The generation log in a run directory: one record per answered (or failed) request.
 pub const GENERATION: &str = "generation.jsonl";
 
+/// How often the model's load is reported while requests run (the progress line's rate).
+const LOAD_EVERY: Duration = Duration::from_secs(1);
+
 /// Who answers.
 #[derive(Clone)]
 pub enum Model {
@@ -32,6 +35,19 @@ pub enum Model {
     Chat(Client),
     /// A base model continuing the Complete prompt (the official direct completion).
     Completion(Client),
+}
+
+impl Model {
+    /// The requests in flight now (`running` tasks when no API is called), and the API's load.
+    fn in_flight(&self, running: usize) -> RunEvent {
+        match self {
+            Model::Reference => RunEvent::InFlight {
+                requests: running,
+                load: None,
+            },
+            Model::Chat(client) | Model::Completion(client) => client.load().into(),
+        }
+    }
 }
 
 /// Why a generation stopped. A request that fails for good is not an error: its samples
@@ -108,6 +124,8 @@ pub struct Generation<'a> {
     pub sanitizer: Arc<Mutex<Sanitizer>>,
     /// Requests in flight at most.
     pub concurrency: usize,
+    /// What tokens cost, for the totals.
+    pub prices: Option<Prices>,
 }
 
 impl Generation<'_> {
@@ -171,6 +189,8 @@ impl Generation<'_> {
         let mut running = JoinSet::new();
         let mut failures: BTreeMap<String, Unanswered> = BTreeMap::new();
         let mut stop = None;
+        let mut report = tokio::time::interval(LOAD_EVERY);
+        report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             while stop.is_none() && running.len() < self.concurrency.max(1) {
                 let Some((task, need)) = work.pop_front() else {
@@ -184,12 +204,15 @@ impl Generation<'_> {
                     self.sanitizer.clone(),
                 ));
             }
-            listener.on_event(&RunEvent::InFlight {
-                requests: running.len(),
-            });
+            listener.on_event(&self.model.in_flight(running.len()));
             // After a stop, only what has already finished is kept.
             let joined = match stop {
-                None => running.join_next().await,
+                None if running.is_empty() => None,
+                None => tokio::select! {
+                    joined = running.join_next() => joined,
+                    // The rate and the limit change while nothing ends: said again above.
+                    _ = report.tick() => continue,
+                },
                 Some(_) => running.try_join_next(),
             };
             let Some(joined) = joined else {
@@ -246,7 +269,7 @@ impl Generation<'_> {
         Ok(GenerationOutcome {
             samples: written,
             unanswered: failures.into_values().collect(),
-            totals: totals(&records),
+            totals: totals(&records, self.prices.as_ref()),
         })
     }
 }
@@ -379,8 +402,9 @@ fn write_samples(
     Ok(rows)
 }
 
-/// What the answered requests of `records` cost, as the manifest's generation totals say.
-pub fn totals(records: &[GenerationRecord]) -> GenerationTotals {
+/// What the answered requests of `records` cost, as the manifest's generation totals say; in
+/// US dollars too, given `prices`.
+pub fn totals(records: &[GenerationRecord], prices: Option<&Prices>) -> GenerationTotals {
     let mut totals = GenerationTotals::default();
     let mut latency = 0.0;
     for record in records.iter().filter(|r| r.error.is_none()) {
@@ -403,5 +427,6 @@ pub fn totals(records: &[GenerationRecord]) -> GenerationTotals {
     if totals.requests > 0 {
         totals.latency_mean_seconds = latency / totals.requests as f64;
     }
+    totals.cost_usd = prices.map(|p| p.cost(&totals.usage));
     totals
 }

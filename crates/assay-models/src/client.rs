@@ -1,20 +1,23 @@
-//! The client: turns a [`Request`] into HTTP calls for the configured provider and retries
-//! them.
+//! The client: turns a [`Request`] into HTTP calls for the configured provider, paced by its
+//! limits, and retries them.
 
 use std::sync::Arc;
 use std::time::Instant;
 
+use assay_records::{ModelLoad, RunEvent};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 
 use crate::config::{ApiKey, ClientConfig};
 use crate::error::{AttemptError, ConfigError, RequestError};
+use crate::gate::Gate;
 use crate::http::Transport;
 use crate::openai::TokenLimit;
 use crate::request::{Prompt, Request};
 use crate::response::{Generation, Response};
 use crate::retry::{RetryEvent, RetryObserver, RetryPolicy};
 use crate::spec::{ModelSpec, Provider};
+use crate::throttle::{estimate, Pacer};
 use crate::{anthropic, openai};
 
 const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
@@ -43,6 +46,38 @@ struct Inner {
     chat_limit: TokenLimit,
     transport: Transport,
     policy: RetryPolicy,
+    /// Requests in flight, lowered while the server is overloaded.
+    gate: Gate,
+    /// When the next request may go, by the per-minute budgets.
+    pacer: Pacer,
+}
+
+/// How hard a client presses its provider now, for progress displays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// HTTP requests sent and not yet answered (a request waiting to retry is not).
+    pub in_flight: usize,
+    /// Requests allowed in flight now: below `concurrency` while the server is overloaded.
+    pub limit: usize,
+    /// Requests allowed in flight at most, as configured.
+    pub concurrency: usize,
+    /// HTTP requests sent in the last minute, retries included (before a minute has passed,
+    /// the rate so far).
+    pub per_minute: u32,
+}
+
+impl From<Load> for RunEvent {
+    /// The `in-flight` event that reports it.
+    fn from(load: Load) -> RunEvent {
+        RunEvent::InFlight {
+            requests: load.in_flight,
+            load: Some(ModelLoad {
+                per_minute: load.per_minute,
+                limit: load.limit,
+                concurrency: load.concurrency,
+            }),
+        }
+    }
 }
 
 impl Client {
@@ -150,6 +185,11 @@ impl Client {
                     max_attempts: config.retries.saturating_add(1),
                     backoff: config.backoff,
                 },
+                gate: Gate::new(config.limits.concurrency),
+                pacer: Pacer::new(
+                    config.limits.requests_per_minute,
+                    config.limits.tokens_per_minute,
+                ),
                 spec: config.spec,
             }),
             observer: None,
@@ -174,6 +214,17 @@ impl Client {
         &self.inner.shown_base
     }
 
+    /// How hard the client presses its provider now, over all its clones.
+    pub fn load(&self) -> Load {
+        let (in_flight, limit) = self.inner.gate.load();
+        Load {
+            in_flight,
+            limit,
+            concurrency: self.inner.gate.concurrency(),
+            per_minute: self.inner.pacer.per_minute(),
+        }
+    }
+
     /// How many answers one request can return: any number through OpenAI's `n`, one from
     /// Anthropic, which has no `n` (several are several requests).
     pub fn answers_per_request(&self) -> u32 {
@@ -189,6 +240,9 @@ impl Client {
         let inner = &self.inner;
         let model = inner.spec.model.as_str();
         let observer = self.observer.as_ref();
+        // What one HTTP request for `answers` of them may cost, for the token budget.
+        let chars = request.prompt.chars();
+        let tokens = |answers| estimate(chars, request.max_tokens, answers);
         let (generation, attempts) = if request.n == 0 {
             (Generation::default(), 0)
         } else {
@@ -196,24 +250,35 @@ impl Client {
                 (Provider::OpenAi, Prompt::Chat(chat)) => {
                     let body = openai::chat_body(model, chat, request, inner.chat_limit);
                     let n = request.n;
+                    let call = Call {
+                        path: "/chat/completions",
+                        body: &body,
+                        tokens: tokens(n),
+                    };
                     inner
-                        .call("/chat/completions", &body, observer, move |b| {
-                            openai::parse_chat(b, n)
-                        })
+                        .call(call, observer, move |b| openai::parse_chat(b, n))
                         .await?
                 }
                 (Provider::OpenAi, Prompt::Completion { prompt }) => {
                     let body = openai::completion_body(model, prompt, request);
                     let n = request.n;
+                    let call = Call {
+                        path: "/completions",
+                        body: &body,
+                        tokens: tokens(n),
+                    };
                     inner
-                        .call("/completions", &body, observer, move |b| {
-                            openai::parse_completion(b, n)
-                        })
+                        .call(call, observer, move |b| openai::parse_completion(b, n))
                         .await?
                 }
                 (Provider::Anthropic, Prompt::Chat(chat)) => {
                     let body = anthropic::message_body(model, chat, request);
-                    self.anthropic_samples(body, request.n).await?
+                    let call = Call {
+                        path: "/v1/messages",
+                        body: &body,
+                        tokens: tokens(1),
+                    };
+                    self.anthropic_samples(call, request.n).await?
                 }
                 (Provider::Anthropic, Prompt::Completion { .. }) => {
                     return Err(RequestError::Fatal {
@@ -241,7 +306,7 @@ impl Client {
     /// ([`Client::answers_per_request`]).
     async fn anthropic_samples(
         &self,
-        body: Value,
+        call: Call<'_>,
         n: u32,
     ) -> Result<(Generation, u32), RequestError> {
         let mut all = Generation::default();
@@ -249,12 +314,7 @@ impl Client {
         for _ in 0..n {
             let (generation, made) = self
                 .inner
-                .call(
-                    "/v1/messages",
-                    &body,
-                    self.observer.as_ref(),
-                    anthropic::parse_message,
-                )
+                .call(call, self.observer.as_ref(), anthropic::parse_message)
                 .await?;
             attempts = attempts.max(made);
             all.extend(generation);
@@ -263,28 +323,70 @@ impl Client {
     }
 }
 
+/// One HTTP request to make.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    /// Appended to the base URL.
+    path: &'a str,
+    body: &'a Value,
+    /// The most tokens it may cost: its prompt's, estimated, and its answers' limits.
+    tokens: u64,
+}
+
 impl Inner {
-    /// POSTs `body` to `{base}{path}` with retries and decodes a 2xx body with `parse`; a body
-    /// that does not decode counts as a transient failure (truncated or garbled by a proxy).
+    /// POSTs the call's body to `{base}{path}` with retries and decodes a 2xx body with
+    /// `parse`; a body that does not decode counts as a transient failure (truncated or
+    /// garbled by a proxy).
+    ///
+    /// Each attempt takes a place in the gate (given back when it ends: a retry queues again)
+    /// and waits for the per-minute budgets. An attempt the server refused (overloaded, or
+    /// the request itself) costs no tokens; one whose fate is unknown (a timeout, a broken
+    /// connection, a server error) keeps its estimate, as the provider may have counted it.
     async fn call(
         &self,
-        path: &str,
-        body: &Value,
+        call: Call<'_>,
         observer: Option<&RetryObserver>,
         parse: impl Fn(&[u8]) -> Result<Generation, String>,
     ) -> Result<(Generation, u32), RequestError> {
-        let url = format!("{}{path}", self.base);
-        let bytes = body.to_string().into_bytes();
+        let url = format!("{}{}", self.base, call.path);
+        let bytes = call.body.to_string().into_bytes();
         let env_var = self.spec.provider.key_env_var();
         let secret = self.key.as_ref().map(ApiKey::expose);
         let label = self.spec.to_string();
         self.policy
             .run(&label, observer, || async {
-                let reply = self
+                let mut place = self.gate.enter().await;
+                let charge = self.pacer.admit(call.tokens).await;
+                place.send();
+                let answer = self
                     .transport
                     .post(&url, &self.headers, bytes.clone(), env_var, secret)
-                    .await?;
-                parse(&reply).map_err(AttemptError::retry)
+                    .await
+                    .and_then(|reply| parse(&reply).map_err(AttemptError::retry));
+                match &answer {
+                    Ok(generation) => {
+                        let usage = &generation.usage;
+                        let used = usage.prompt_tokens + usage.completion_tokens;
+                        // A server that reports no usage leaves the estimate standing.
+                        self.pacer
+                            .settle(charge, if used == 0 { call.tokens } else { used });
+                        self.gate.succeeded(&place);
+                    }
+                    Err(AttemptError::Retry {
+                        overloaded: true,
+                        retry_after,
+                        ..
+                    }) => {
+                        self.pacer.settle(charge, 0);
+                        let pause = retry_after.map(|hint| self.policy.server_wait(hint));
+                        self.gate.overloaded(&place, pause);
+                    }
+                    Err(AttemptError::Reject(_) | AttemptError::Fatal { .. }) => {
+                        self.pacer.settle(charge, 0)
+                    }
+                    Err(AttemptError::Retry { .. }) => self.pacer.settle(charge, call.tokens),
+                }
+                answer
             })
             .await
     }
@@ -293,7 +395,7 @@ impl Inner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Backoff;
+    use crate::config::{Backoff, Limits};
     use std::time::Duration;
 
     fn client(spec: &str, base: Option<&str>) -> Client {
@@ -304,6 +406,7 @@ mod tests {
             request_timeout: Duration::from_secs(1),
             retries: 0,
             backoff: Backoff::default(),
+            limits: Limits::default(),
         })
         .unwrap()
     }

@@ -1,6 +1,8 @@
-//! How a [`Client`](crate::Client) is set up: endpoint, credentials, timeouts and retry policy.
+//! How a [`Client`](crate::Client) is set up: endpoint, credentials, timeouts, retry policy
+//! and limits.
 
 use std::fmt;
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::time::Duration;
 
 use crate::spec::ModelSpec;
@@ -76,4 +78,31 @@ pub struct ClientConfig {
     pub retries: u32,
     /// How long to wait between those attempts.
     pub backoff: Backoff,
+    /// How hard the client may press the provider.
+    pub limits: Limits,
+}
+
+/// How hard a client presses the provider, over every clone of it: requests in flight and
+/// per-minute budgets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Requests in flight at most. The client lowers this while the server answers 429 or
+    /// 503 (529) and raises it back as requests succeed.
+    pub concurrency: NonZeroUsize,
+    /// Requests sent a minute at most, retries included; they are spread evenly over it.
+    pub requests_per_minute: Option<NonZeroU32>,
+    /// Tokens (prompt and answers) a minute at most, as estimated before each request and
+    /// corrected by the usage its answer reports.
+    pub tokens_per_minute: Option<NonZeroU64>,
+}
+
+impl Default for Limits {
+    /// Eight requests at once (`assay`'s default `--concurrency`), no per-minute budget.
+    fn default() -> Self {
+        Limits {
+            concurrency: NonZeroUsize::new(8).expect("8 is not 0"),
+            requests_per_minute: None,
+            tokens_per_minute: None,
+        }
+    }
 }

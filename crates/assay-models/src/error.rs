@@ -75,10 +75,12 @@ pub enum RequestError {
 #[derive(Debug)]
 pub(crate) enum AttemptError {
     /// Transient: rate limit, overload, server error, timeout, broken connection or garbled body.
-    /// `retry_after` is the server's own hint, preferred over our backoff.
+    /// `retry_after` is the server's own hint, preferred over our backoff; `overloaded` says the
+    /// server refused for load (429, 503, 529), which lowers the client's concurrency.
     Retry {
         cause: String,
         retry_after: Option<Duration>,
+        overloaded: bool,
     },
     /// This request is wrong; sending it again gives the same answer.
     Reject(String),
@@ -94,6 +96,7 @@ impl AttemptError {
         AttemptError::Retry {
             cause: cause.into(),
             retry_after: None,
+            overloaded: false,
         }
     }
 }

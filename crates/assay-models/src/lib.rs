@@ -15,6 +15,10 @@
 //! [`RequestError::Fatal`] means no request can succeed (bad key, unknown model, exhausted
 //! quota) and the run should stop.
 //!
+//! A client presses its provider no harder than its [`Limits`]: requests in flight at most
+//! (lowered while the server answers 429 or 503, raised back as it copes), and requests and
+//! tokens per minute, paced evenly. Every clone shares them.
+//!
 //! The API key is an [`ApiKey`], which never prints; it is sent in headers marked sensitive and
 //! scrubbed from provider error messages that echo it.
 
@@ -22,6 +26,7 @@ mod anthropic;
 mod client;
 mod config;
 mod error;
+mod gate;
 mod http;
 mod openai;
 mod request;
@@ -29,9 +34,10 @@ mod response;
 mod retry;
 mod spec;
 mod status;
+mod throttle;
 
-pub use client::Client;
-pub use config::{ApiKey, Backoff, ClientConfig};
+pub use client::{Client, Load};
+pub use config::{ApiKey, Backoff, ClientConfig, Limits};
 pub use error::{ConfigError, RequestError};
 pub use request::{Conversation, Prompt, Request, Tool, ToolCall, Turn};
 pub use response::{hit_token_limit, Response};

@@ -16,6 +16,40 @@ pub enum Prompt {
 }
 
 impl Prompt {
+    /// Characters sent as text: every turn, the system prompt, the tools offered (their
+    /// schemas as JSON), or the completion prompt. What the prompt's tokens are estimated from.
+    pub(crate) fn chars(&self) -> usize {
+        let count = |s: &str| s.chars().count();
+        match self {
+            Prompt::Completion { prompt } => count(prompt),
+            Prompt::Chat(chat) => {
+                let turns: usize = chat
+                    .turns
+                    .iter()
+                    .map(|turn| match turn {
+                        Turn::User(text) => count(text),
+                        Turn::Assistant { text, calls } => {
+                            count(text)
+                                + calls
+                                    .iter()
+                                    .map(|c| count(&c.name) + count(&c.arguments))
+                                    .sum::<usize>()
+                        }
+                        Turn::ToolResult { content, .. } => count(content),
+                    })
+                    .sum();
+                let tools: usize = chat
+                    .tools
+                    .iter()
+                    .map(|t| {
+                        count(&t.name) + count(&t.description) + t.parameters.to_string().len()
+                    })
+                    .sum();
+                chat.system.as_deref().map_or(0, count) + turns + tools
+            }
+        }
+    }
+
     /// A chat of one user message.
     pub fn user(text: impl Into<String>) -> Prompt {
         Prompt::Chat(Conversation {

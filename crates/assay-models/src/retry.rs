@@ -60,7 +60,9 @@ impl RetryPolicy {
                         message,
                     })
                 }
-                Err(AttemptError::Retry { cause, retry_after }) => (cause, retry_after),
+                Err(AttemptError::Retry {
+                    cause, retry_after, ..
+                }) => (cause, retry_after),
             };
             if made >= self.max_attempts {
                 let noun = if made == 1 { "attempt" } else { "attempts" };
@@ -91,11 +93,16 @@ impl RetryPolicy {
         }
     }
 
+    /// How long a server's `Retry-After` is honoured: as given, within the cap.
+    pub(crate) fn server_wait(&self, hint: Duration) -> Duration {
+        hint.min(self.backoff.max.max(SERVER_HINT_CAP))
+    }
+
     /// The wait before retry number `retry` (0-based): the server's hint if it gave one (capped),
     /// else `initial × 2^retry` capped at `max`, drawn uniformly from `[d/2, d]`.
     fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(hint) = retry_after {
-            return hint.min(self.backoff.max.max(SERVER_HINT_CAP));
+            return self.server_wait(hint);
         }
         let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
         let ceiling = self

@@ -48,6 +48,9 @@ pub(crate) fn classify(
         429 | 408 | 409 | 500..=599 => AttemptError::Retry {
             cause: message,
             retry_after: retry_after(headers),
+            // Too many requests, or too many for now (Anthropic's 529 "overloaded"): fewer
+            // at once. Other 5xx and timeouts say nothing about load.
+            overloaded: matches!(code, 429 | 503 | 529),
         },
         400 if info.is_spend_limit() => fatal(message),
         _ => AttemptError::Reject(message),
@@ -326,10 +329,12 @@ mod tests {
     #[test]
     fn retriable_and_rejected_statuses() {
         for status in [408, 409, 429, 500, 502, 503, 504, 529] {
-            assert!(
-                matches!(classify_json(status, "{}"), AttemptError::Retry { .. }),
-                "{status}"
-            );
+            match classify_json(status, "{}") {
+                AttemptError::Retry { overloaded, .. } => {
+                    assert_eq!(overloaded, matches!(status, 429 | 503 | 529), "{status}")
+                }
+                other => panic!("{status}: {other:?}"),
+            }
         }
         for status in [400, 405, 413, 422] {
             assert!(

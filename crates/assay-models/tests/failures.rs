@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use assay_models::{
-    ApiKey, Backoff, Client, ClientConfig, ConfigError, Prompt, Request, RequestError,
+    ApiKey, Backoff, Client, ClientConfig, ConfigError, Limits, Prompt, Request, RequestError,
 };
 use mock::{MockServer, Reply, Route};
 
@@ -24,6 +24,7 @@ fn config(spec: &str, base: Option<String>) -> ClientConfig {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(5),
         },
+        limits: Limits::default(),
     }
 }
 

@@ -4,7 +4,7 @@ mod mock;
 
 use std::time::Duration;
 
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, Prompt, Request, RequestError};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits, Prompt, Request, RequestError};
 use assay_records::TokenUsage;
 use mock::{MockServer, Reply, Route};
 use serde_json::json;
@@ -20,6 +20,7 @@ fn client(spec: &str, base: String, key: Option<&str>) -> Client {
             initial: Duration::from_millis(1),
             max: Duration::from_millis(5),
         },
+        limits: Limits::default(),
     })
     .unwrap()
 }

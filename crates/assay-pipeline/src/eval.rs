@@ -99,6 +99,7 @@ pub async fn eval(
                 records: opened.records,
                 model: &model,
                 unanswered: &[],
+                generation: None,
             },
             listener,
         )

@@ -1,15 +1,16 @@
 //! `generate`: a model asked for answers (the official prompts and sanitizer) into a run
 //! directory's `samples.jsonl`, resumably.
 
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_generate::{prompt, resolve, Generation, Model};
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec, Provider};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider};
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
-    ModelAccess, RunEvent, Split,
+    ModelAccess, Prices, RunEvent, Split,
 };
 use assay_rundir::RunDir;
 use assay_sanitize::Sanitizer;
@@ -43,6 +44,12 @@ pub struct ModelSettings {
     pub request_timeout: f64,
     /// Attempts after the first.
     pub retries: u32,
+    /// Requests a minute at most.
+    pub requests_per_minute: Option<NonZeroU32>,
+    /// Tokens a minute at most.
+    pub tokens_per_minute: Option<NonZeroU64>,
+    /// What tokens cost, for the totals.
+    pub prices: Option<Prices>,
 }
 
 /// The model as chosen.
@@ -70,9 +77,9 @@ impl ModelSettings {
         key: impl Fn(&Provider) -> Option<String>,
     ) -> Result<Chosen, PipelineError> {
         let invalid = |m: &str| Err(PipelineError::Invalid(m.to_string()));
-        if self.concurrency == 0 {
+        let Some(concurrency) = NonZeroUsize::new(self.concurrency) else {
             return invalid("--concurrency must be at least 1");
-        }
+        };
         let spec = match &self.model {
             Some(spec) => spec.trim().to_string(),
             None if default_reference => "reference".to_string(),
@@ -95,11 +102,20 @@ impl ModelSettings {
             concurrency: self.concurrency,
             request_timeout_seconds: self.request_timeout,
             retries: self.retries,
+            requests_per_minute: self.requests_per_minute.map(NonZeroU32::get),
+            tokens_per_minute: self.tokens_per_minute.map(NonZeroU64::get),
+            prices: self.prices,
         };
         if spec == "reference" {
             if self.base_url.is_some() || self.direct_completion {
                 return invalid(
                     "--base-url and --direct-completion are for model APIs, not `reference`",
+                );
+            }
+            let limited = self.requests_per_minute.is_some() || self.tokens_per_minute.is_some();
+            if limited || self.prices.is_some() {
+                return invalid(
+                    "--rpm, --tpm, --price-in and --price-out are for model APIs, not `reference`",
                 );
             }
             return Ok(Chosen {
@@ -135,6 +151,11 @@ impl ModelSettings {
             request_timeout,
             retries: self.retries,
             backoff: Backoff::default(),
+            limits: Limits {
+                concurrency,
+                requests_per_minute: self.requests_per_minute,
+                tokens_per_minute: self.tokens_per_minute,
+            },
         })?;
         let base_url = Some(client.base_url().to_string());
         let model = if self.direct_completion {
@@ -154,6 +175,11 @@ impl ModelSettings {
 }
 
 impl Chosen {
+    /// Whether a model API answers (not the reference solutions).
+    pub fn calls_api(&self) -> bool {
+        !matches!(self.model, Model::Reference)
+    }
+
     /// What decides the answers, added to a run's identity.
     pub fn identity(&self, into: Identity) -> Identity {
         Identity {
@@ -193,6 +219,7 @@ pub async fn generate(
         model: &chosen.model,
         sanitizer: Arc::new(Mutex::new(sanitizer)),
         concurrency: chosen.access.concurrency,
+        prices: chosen.access.prices,
     };
     let outcome = generation.run(run, listener).await?;
     let mut manifest = run.manifest()?;
@@ -247,4 +274,67 @@ pub async fn generate_only(
         outcome,
         dir: run.path().to_path_buf(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(model: &str) -> ModelSettings {
+        ModelSettings {
+            model: Some(model.into()),
+            base_url: Some("http://localhost:8000/v1".into()),
+            direct_completion: false,
+            split: Split::Complete,
+            n: 1,
+            temperature: None,
+            top_p: None,
+            max_tokens: None,
+            concurrency: 4,
+            request_timeout: 60.0,
+            retries: 2,
+            requests_per_minute: NonZeroU32::new(500),
+            tokens_per_minute: NonZeroU64::new(30_000),
+            prices: Some(Prices {
+                prompt_usd_per_million: 2.5,
+                completion_usd_per_million: 10.0,
+            }),
+        }
+    }
+
+    #[test]
+    fn limits_and_prices_are_how_the_model_is_reached() {
+        let chosen = settings("openai:m").choose(false, |_| None).unwrap();
+        assert!(chosen.calls_api());
+        let access = chosen.access;
+        assert_eq!(
+            (access.requests_per_minute, access.tokens_per_minute),
+            (Some(500), Some(30_000))
+        );
+        assert_eq!(access.prices.unwrap().completion_usd_per_million, 10.0);
+        let Model::Chat(client) = chosen.model else {
+            panic!("a chat model");
+        };
+        assert_eq!((client.load().limit, client.load().concurrency), (4, 4));
+    }
+
+    #[test]
+    fn the_reference_solutions_take_no_limits_or_prices() {
+        let mut reference = settings("reference");
+        reference.base_url = None;
+        let err = reference.choose(true, |_| None).err().unwrap().to_string();
+        assert!(
+            err.contains("--rpm, --tpm, --price-in and --price-out"),
+            "{err}"
+        );
+        let err = ModelSettings {
+            concurrency: 0,
+            ..settings("openai:m")
+        }
+        .choose(false, |_| None)
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(err.contains("--concurrency"), "{err}");
+    }
 }

@@ -10,8 +10,8 @@ use assay_eval::bigcodebench::samples::Samples;
 use assay_eval::bigcodebench::verdict::Environment;
 use assay_eval::probe::missing_modules;
 use assay_records::{
-    EvalSummary, GroundTruthSummary, Identity, Listener, Manifest, RunEvent, SampleRecord, Split,
-    TimePolicy,
+    EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener, Manifest, RunEvent,
+    SampleRecord, Split, TimePolicy,
 };
 use assay_rundir::{Opened, RunDir};
 use assay_sandbox::{Engine, Limits};
@@ -125,6 +125,8 @@ pub struct Evaluate<'a> {
     pub model: &'a str,
     /// Samples the model never answered (task id, why).
     pub unanswered: &'a [(String, String)],
+    /// What generating the samples cost, when this run generated them.
+    pub generation: Option<&'a GenerationTotals>,
 }
 
 impl Judge {
@@ -246,6 +248,7 @@ impl Judge {
             environment: &environment,
             model: job.model,
             unanswered: job.unanswered,
+            generation: job.generation,
         };
         Ok(evaluation
             .run(job.run, job.records, &mut references, listener)

@@ -2,9 +2,10 @@
 //! each into a run directory, resumably.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use assay_agent::pybench::checks::{self, Judge, Mode, Outputs};
 use assay_agent::pybench::model::{ChatAgent, RequestLog};
@@ -14,11 +15,12 @@ use assay_agent::pybench::summary::summarize;
 use assay_agent::pybench::{
     run_episode, Episode, EpisodeSettings, Protocol, Replier, Reply, ReplyError, Transcript,
 };
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, ModelSpec};
+use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits as ModelLimits, ModelSpec};
 use assay_pyenv::Environment;
 use assay_records::{
     CheckVerdict, EpisodeEnd, EpisodeRecord, GenerationRecord, Identity, Kind, Listener, Manifest,
-    ModelAccess, PybenchSummary, RunEvent, Shard, Status, TokenUsage, TrajectoryRecord, Verdicts,
+    ModelAccess, Prices, PybenchSummary, RunEvent, Shard, Status, TokenUsage, TrajectoryRecord,
+    Verdicts,
 };
 use assay_rundir::{Journal, RunDir, SUMMARY};
 use assay_sandbox::{Engine, InputFile, Limits, SessionSpec, Tree};
@@ -37,8 +39,11 @@ pub const TRAJECTORIES: &str = "trajectory.jsonl";
 pub const TASKS_DIR: &str = "tasks";
 /// Where a run keeps the images cells displayed.
 pub const FIGURES_DIR: &str = "figures";
-/// Episodes at once (upstream runs 16); their cells share the engine's CPU slots.
-const EPISODES_AT_ONCE: usize = 16;
+/// Episodes at once (upstream runs 16); their cells share the engine's CPU slots, and their
+/// requests the model's (fewer while the server is overloaded).
+const EPISODES_AT_ONCE: NonZeroUsize = NonZeroUsize::new(16).expect("16 is not 0");
+/// How often the model's load is reported while episodes run (the progress line's rate).
+const LOAD_EVERY: Duration = Duration::from_secs(1);
 /// What an episode's output files may hold in all before the rest is kept cut.
 const OUTPUT_BYTES: u64 = 1 << 30;
 /// What a cell may print before the rest is only counted.
@@ -74,6 +79,12 @@ pub struct Access {
     pub request_timeout: f64,
     /// Attempts after the first.
     pub retries: u32,
+    /// Requests a minute at most.
+    pub requests_per_minute: Option<NonZeroU32>,
+    /// Tokens a minute at most.
+    pub tokens_per_minute: Option<NonZeroU64>,
+    /// What tokens cost, for the summary.
+    pub prices: Option<Prices>,
 }
 
 /// A PyBench run or evaluation.
@@ -147,6 +158,11 @@ impl Model {
             request_timeout: std::time::Duration::from_secs_f64(access.request_timeout),
             retries: access.retries,
             backoff: Backoff::default(),
+            limits: ModelLimits {
+                concurrency: EPISODES_AT_ONCE,
+                requests_per_minute: access.requests_per_minute,
+                tokens_per_minute: access.tokens_per_minute,
+            },
         })?;
         Ok(Model::Chat(client))
     }
@@ -361,13 +377,25 @@ pub async fn pybench(
     {
         manifest.model_access = Some(ModelAccess {
             base_url: Some(client.base_url().to_string()),
-            concurrency: EPISODES_AT_ONCE,
+            concurrency: EPISODES_AT_ONCE.get(),
             request_timeout_seconds: access.request_timeout,
             retries: access.retries,
+            requests_per_minute: access.requests_per_minute.map(NonZeroU32::get),
+            tokens_per_minute: access.tokens_per_minute.map(NonZeroU64::get),
+            prices: access.prices,
         });
     }
     let opened = RunDir::open::<EpisodeRecord>(&out, &manifest)?;
     let mut run = opened.dir;
+    // How the model is reached this time (a resumed run keeps its manifest): the summary's
+    // cost is at these prices.
+    if manifest.model_access.is_some() {
+        let mut kept = run.manifest()?;
+        if kept.model_access != manifest.model_access {
+            kept.model_access = manifest.model_access.clone();
+            run.update_manifest(&kept)?;
+        }
+    }
     // Upstream-format trajectories, of the episodes a run plays (an evaluation has its input).
     let (mut trajectories, old_trajectories) = match kind {
         Kind::PybenchRun => {
@@ -474,7 +502,7 @@ pub async fn pybench(
         .iter()
         .map(|t| (t.index.clone(), watch::channel(false)))
         .collect();
-    let places = Semaphore::new(EPISODES_AT_ONCE);
+    let places = Semaphore::new(EPISODES_AT_ONCE.get());
     let context = Context {
         data: &data,
         engine: &engine,
@@ -504,8 +532,26 @@ pub async fn pybench(
         let trajectory = kept_trajectories.get(&task.index).cloned();
         running.push(context.task(task, Item::Rejudge(Box::new((old, trajectory)))));
     }
+    let client = match &model {
+        Some(Model::Chat(client)) => Some(client.clone()),
+        _ => None,
+    };
+    let mut report = tokio::time::interval(LOAD_EVERY);
+    report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut unfinished = 0;
-    while let Some((record, trajectory)) = running.next().await {
+    loop {
+        let next = tokio::select! {
+            next = running.next() => next,
+            _ = report.tick(), if client.is_some() => {
+                if let Some(client) = &client {
+                    listener.on_event(&client.load().into());
+                }
+                continue;
+            }
+        };
+        let Some((record, trajectory)) = next else {
+            break;
+        };
         if matches!(
             record.end,
             EpisodeEnd::ModelFailed | EpisodeEnd::HarnessFailed
@@ -545,6 +591,26 @@ pub async fn pybench(
     })
 }
 
+/// The figures of a run's `episodes` (one per task) with `checks` at their head, beside the
+/// paper's for its model and priced as its manifest says.
+pub(crate) fn summary_of(
+    episodes: &[EpisodeRecord],
+    manifest: &Manifest,
+    checks: Mode,
+    wall_seconds: f64,
+) -> PybenchSummary {
+    let published = manifest
+        .identity
+        .model
+        .as_deref()
+        .and_then(published::for_model);
+    let prices = manifest
+        .model_access
+        .as_ref()
+        .and_then(|a| a.prices.as_ref());
+    summarize(episodes, checks, published, prices, wall_seconds)
+}
+
 /// Rewrites the journals in task order (the trajectories of a run) and writes the summary.
 fn finish(
     run: &mut RunDir,
@@ -568,13 +634,12 @@ fn finish(
             .collect();
         run.write_lines(TRAJECTORIES, &ordered)?;
     }
-    let published = run
-        .manifest()?
-        .identity
-        .model
-        .as_deref()
-        .and_then(published::for_model);
-    let summary = summarize(&ordered, checks, published, started.elapsed().as_secs_f64());
+    let summary = summary_of(
+        &ordered,
+        &run.manifest()?,
+        checks,
+        started.elapsed().as_secs_f64(),
+    );
     run.write_json(SUMMARY, &summary)?;
     Ok(PybenchReport {
         summary,
@@ -907,6 +972,9 @@ mod tests {
             api_key: None,
             request_timeout: 10.0,
             retries: 0,
+            requests_per_minute: None,
+            tokens_per_minute: None,
+            prices: None,
         };
         let err = Model::resolve("replay:/nonexistent.jsonl", &access, Protocol::Tools)
             .err()

@@ -105,6 +105,8 @@ pub async fn run(
                 records: opened.records,
                 model: &chosen.name,
                 unanswered: &unanswered,
+                // The reference solutions cost nothing and bill no tokens.
+                generation: chosen.calls_api().then_some(&outcome.totals),
             },
             listener,
         )

@@ -196,6 +196,10 @@ pub struct PybenchSummary {
     pub average_turns_raw: f64,
     /// Tokens billed for every reply.
     pub tokens: TokenUsage,
+    /// What those tokens cost in US dollars, at the prices given (`--price-in`,
+    /// `--price-out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Task id → why it is `infra`.
     pub infra: std::collections::BTreeMap<String, String>,
     /// The paper's figures for the same model, when it published some.

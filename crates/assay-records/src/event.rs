@@ -28,6 +28,9 @@ pub enum RunEvent {
     InFlight {
         /// How many.
         requests: usize,
+        /// How hard the run presses a model API now; absent without one (`reference`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        load: Option<ModelLoad>,
     },
     /// A request ended, answered or failed for good (`generation.jsonl` keeps it).
     Answered {
@@ -75,10 +78,45 @@ pub enum RunEvent {
     JudgingFinished,
 }
 
+/// How hard a run presses its model API (in an `in-flight` event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelLoad {
+    /// HTTP requests sent in the last minute, retries included (before a minute has passed,
+    /// the rate so far).
+    pub per_minute: u32,
+    /// Requests allowed in flight now: below `concurrency` while the server refuses for load
+    /// (429, 503).
+    pub limit: usize,
+    /// Requests allowed in flight at most, as configured.
+    pub concurrency: usize,
+}
+
 /// Hears a run's events as they happen: a progress display, a viewer, a shard's
 /// coordinator. Journals are written before listeners hear a record's event, so whatever a
 /// listener sees is already on disk.
 pub trait Listener: Send {
     /// One event.
     fn on_event(&mut self, event: &RunEvent);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_flight_without_a_model_api_has_no_load() {
+        let event: RunEvent =
+            serde_json::from_str(r#"{"event":"in-flight","requests":3}"#).unwrap();
+        assert_eq!(
+            event,
+            RunEvent::InFlight {
+                requests: 3,
+                load: None
+            }
+        );
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            r#"{"event":"in-flight","requests":3}"#
+        );
+    }
 }

@@ -54,6 +54,24 @@ impl std::ops::AddAssign<&TokenUsage> for TokenUsage {
     }
 }
 
+/// What a model's tokens cost (`--price-in`, `--price-out`), in US dollars per million.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Prices {
+    /// Per million prompt tokens.
+    pub prompt_usd_per_million: f64,
+    /// Per million completion tokens.
+    pub completion_usd_per_million: f64,
+}
+
+impl Prices {
+    /// What `usage` costs at these prices, in US dollars.
+    pub fn cost(&self, usage: &TokenUsage) -> f64 {
+        (usage.prompt_tokens as f64 * self.prompt_usd_per_million
+            + usage.completion_tokens as f64 * self.completion_usd_per_million)
+            / 1e6
+    }
+}
+
 /// One line of `generation.jsonl`: a request that was answered, or failed for good.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GenerationRecord {
@@ -113,6 +131,9 @@ pub struct GenerationTotals {
     /// Answers with no text at all (a refusal, a content filter, a reasoning model that spent
     /// its budget thinking): scored as they are, as officially, but worth knowing.
     pub empty: usize,
+    /// What `usage` cost in US dollars, at the prices given (`--price-in`, `--price-out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// What a generation came to.
@@ -124,4 +145,23 @@ pub struct GenerationOutcome {
     pub unanswered: Vec<Unanswered>,
     /// What the answers cost.
     pub totals: GenerationTotals,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cost_is_usage_times_price_per_million() {
+        let prices = Prices {
+            prompt_usd_per_million: 2.5,
+            completion_usd_per_million: 10.0,
+        };
+        let usage = TokenUsage {
+            prompt_tokens: 1_200_000,
+            completion_tokens: 30_000,
+        };
+        assert!((prices.cost(&usage) - 3.3).abs() < 1e-12);
+        assert_eq!(prices.cost(&TokenUsage::default()), 0.0);
+    }
 }

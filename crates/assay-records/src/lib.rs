@@ -23,11 +23,11 @@ pub use episode::{
     CategoryFigures, CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message,
     PublishedFigures, PybenchFigures, PybenchSummary, TrajectoryRecord, Verdicts,
 };
-pub use event::{Listener, RunEvent};
+pub use event::{Listener, ModelLoad, RunEvent};
 pub use fingerprint::Fingerprint;
 pub use generation::{
-    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Split, TokenUsage,
-    Unanswered,
+    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Prices, Split,
+    TokenUsage, Unanswered,
 };
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};

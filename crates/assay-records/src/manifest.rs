@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::Fingerprint;
-use crate::generation::{GenerationOutcome, GenerationSettings};
+use crate::generation::{GenerationOutcome, GenerationSettings, Prices};
 use crate::isolation::IsolationReport;
 use crate::time_policy::TimePolicy;
 
@@ -117,7 +117,8 @@ pub struct Identity {
     pub processes: Option<u64>,
 }
 
-/// How the model was reached (not identity: the same model may move servers).
+/// How the model was reached (not identity: the same model may move servers, limits and
+/// prices change no answer).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelAccess {
     /// The server, without credentials; none for `reference`.
@@ -128,6 +129,15 @@ pub struct ModelAccess {
     pub request_timeout_seconds: f64,
     /// Attempts after the first.
     pub retries: u32,
+    /// Requests a minute at most (`--rpm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute: Option<u32>,
+    /// Tokens a minute at most (`--tpm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_minute: Option<u64>,
+    /// What tokens cost (`--price-in`, `--price-out`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
 }
 
 /// What a generation came to, as the manifest keeps it.
@@ -238,4 +248,40 @@ pub fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifests_from_before_limits_and_prices_still_load() {
+        let written = r#"{
+            "schema": 2, "assay_version": "0.1.0", "kind": "bigcodebench-generate",
+            "identity": {"model": "openai:m"}, "started_at": 1,
+            "model_access": {"base_url": "http://localhost:8000/v1", "concurrency": 8,
+                             "request_timeout_seconds": 300.0, "retries": 6},
+            "generation": {"samples": 1, "unanswered": [], "finished_at": 2,
+                           "totals": {"requests": 1, "samples": 1,
+                                      "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+                                      "retried_requests": 0, "retries": 0,
+                                      "latency_mean_seconds": 1.0, "latency_max_seconds": 1.0,
+                                      "cut_short": 0, "empty": 0}}
+        }"#;
+        let manifest: Manifest = serde_json::from_str(written).unwrap();
+        let access = manifest.model_access.unwrap();
+        assert_eq!(
+            (
+                access.requests_per_minute,
+                access.tokens_per_minute,
+                access.prices
+            ),
+            (None, None, None)
+        );
+        let totals = manifest.generation.unwrap().outcome.totals;
+        assert_eq!(totals.cost_usd, None);
+        // And written back as they were: nothing appears that was not given.
+        let rewritten = serde_json::to_value(&access).unwrap();
+        assert_eq!(rewritten.as_object().unwrap().len(), 4);
+    }
 }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::generation::TokenUsage;
 use crate::ground_truth::GroundTruthSummary;
 use crate::isolation::IsolationReport;
 use crate::time_policy::TimePolicy;
@@ -66,6 +67,13 @@ pub struct EvalSummary {
     /// of waiting the official policy would have spent on them beyond what assay did.
     #[serde(default)]
     pub budgets_saved: BudgetsSaved,
+    /// Tokens the model was billed for its answers (`run`: every request, earlier sessions
+    /// too; absent for `eval`, whose samples came from elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenUsage>,
+    /// What those tokens cost in US dollars, at the prices given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     /// Seconds this session took.
     pub wall_seconds: f64,
 }

@@ -128,6 +128,7 @@ fn pybench_summary() -> PybenchSummary {
         fixed: PybenchFigures::default(),
         average_turns_raw: 1.0,
         tokens: TokenUsage::default(),
+        cost_usd: Some(0.0),
         infra: BTreeMap::new(),
         published: Some(PublishedFigures {
             model: "m".into(),
@@ -189,21 +190,33 @@ fn every_field_of_every_record_is_in_the_spec() {
         cell_timeout_seconds: Some(120),
         observation_chars: Some(20_000),
     };
+    let totals = GenerationTotals {
+        cost_usd: Some(0.0),
+        ..GenerationTotals::default()
+    };
     let outcome = GenerationOutcome {
         samples: 1,
         unanswered: Vec::new(),
-        totals: GenerationTotals::default(),
+        totals: totals.clone(),
+    };
+    let prices = Prices {
+        prompt_usd_per_million: 2.5,
+        completion_usd_per_million: 10.0,
+    };
+    let access = ModelAccess {
+        base_url: None,
+        concurrency: 8,
+        request_timeout_seconds: 300.0,
+        retries: 6,
+        requests_per_minute: Some(500),
+        tokens_per_minute: Some(30_000),
+        prices: Some(prices),
     };
     let mut manifest = Manifest::new(Kind::BigcodebenchRun, identity.clone());
     manifest.extends = vec![Kind::BigcodebenchGenerate];
     manifest.samples = Some(PathBuf::from("samples.jsonl"));
     manifest.dataset = Some("v0.1.4".into());
-    manifest.model_access = Some(ModelAccess {
-        base_url: None,
-        concurrency: 8,
-        request_timeout_seconds: 300.0,
-        retries: 6,
-    });
+    manifest.model_access = Some(access.clone());
     manifest.generation = Some(GenerationDone {
         outcome,
         finished_at: 0,
@@ -241,6 +254,8 @@ fn every_field_of_every_record_is_in_the_spec() {
         ground_truth: ground_truth(),
         time_policy: TimePolicy::DEFAULT,
         budgets_saved: BudgetsSaved::default(),
+        tokens: Some(TokenUsage::default()),
+        cost_usd: Some(0.0),
         wall_seconds: 0.0,
     };
     let check = CheckSummary {
@@ -256,6 +271,20 @@ fn every_field_of_every_record_is_in_the_spec() {
         ("Manifest", undocumented(&manifest, &spec)),
         ("Identity", undocumented(&identity, &spec)),
         ("Fingerprint", undocumented(&fingerprint, &spec)),
+        ("ModelAccess", undocumented(&access, &spec)),
+        ("Prices", undocumented(&prices, &spec)),
+        ("GenerationTotals", undocumented(&totals, &spec)),
+        (
+            "ModelLoad",
+            undocumented(
+                &ModelLoad {
+                    per_minute: 0,
+                    limit: 1,
+                    concurrency: 8,
+                },
+                &spec,
+            ),
+        ),
         ("SampleRecord", undocumented(&sample, &spec)),
         ("GenerationRecord", undocumented(&generation, &spec)),
         ("EvalSummary", undocumented(&summary, &spec)),
@@ -308,7 +337,14 @@ fn every_event_is_in_the_spec() {
             samples: 0,
             done: 0,
         },
-        RunEvent::InFlight { requests: 0 },
+        RunEvent::InFlight {
+            requests: 0,
+            load: Some(ModelLoad {
+                per_minute: 0,
+                limit: 1,
+                concurrency: 8,
+            }),
+        },
         RunEvent::Answered {
             record: Box::new(generation()),
         },

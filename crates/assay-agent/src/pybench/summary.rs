@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use assay_records::{
-    CategoryFigures, EpisodeRecord, PublishedFigures, PybenchFigures, PybenchSummary, Status,
-    TokenUsage, Verdicts,
+    CategoryFigures, EpisodeRecord, Prices, PublishedFigures, PybenchFigures, PybenchSummary,
+    Status, TokenUsage, Verdicts,
 };
 
 use super::checks::Mode;
@@ -13,12 +13,13 @@ use super::checks::Mode;
 /// A failed task's turns, as the paper's average counts them.
 const FAILED_TURNS: f64 = 10.0;
 
-/// The figures of `records` (one per task of the run) with `mode` at their head, and the
-/// paper's for the same model.
+/// The figures of `records` (one per task of the run) with `mode` at their head, the paper's
+/// for the same model, and what the tokens cost at `prices`.
 pub fn summarize(
     records: &[EpisodeRecord],
     mode: Mode,
     published: Option<PublishedFigures>,
+    prices: Option<&Prices>,
     wall_seconds: f64,
 ) -> PybenchSummary {
     let judged: Vec<&EpisodeRecord> = records
@@ -41,6 +42,7 @@ pub fn summarize(
         faithful: figures(records, |v| v.faithful.status),
         fixed: figures(records, |v| v.fixed.status),
         average_turns_raw: mean(judged.iter().map(|r| f64::from(r.turns))),
+        cost_usd: prices.map(|p| p.cost(&tokens)),
         tokens,
         infra,
         published,
@@ -164,7 +166,7 @@ mod tests {
             ),
             record("PyBench/5", "text_analysis", Status::Pass, Status::Fail, 3),
         ];
-        let s = summarize(&records, Mode::Faithful, None, 1.0);
+        let s = summarize(&records, Mode::Faithful, None, None, 1.0);
         assert_eq!((s.tasks, s.judged), (4, 3));
         assert_eq!(s.faithful.passed, 2);
         assert_eq!(s.faithful.pass_rate, 0.5);
@@ -176,5 +178,24 @@ mod tests {
         assert_eq!(s.average_turns_raw, 3.0);
         assert_eq!(s.tokens.prompt_tokens, 40);
         assert_eq!(s.infra.len(), 1);
+        assert_eq!(s.cost_usd, None);
+    }
+
+    #[test]
+    fn tokens_cost_what_the_prices_say() {
+        let records = [record(
+            "PyBench/2",
+            "chart_analysis",
+            Status::Pass,
+            Status::Pass,
+            2,
+        )];
+        let prices = Prices {
+            prompt_usd_per_million: 1_000_000.0,
+            completion_usd_per_million: 2_000_000.0,
+        };
+        let s = summarize(&records, Mode::Faithful, None, Some(&prices), 1.0);
+        // 10 prompt tokens at $1 each, 1 completion token at $2.
+        assert_eq!(s.cost_usd, Some(12.0));
     }
 }

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use assay_records::{
-    EvalSummary, GroundTruthSummary, IsolationLevel, Listener, ReferenceResult, RunEvent,
-    SampleRecord, Split, TimePolicy,
+    EvalSummary, GenerationTotals, GroundTruthSummary, IsolationLevel, Listener, ReferenceResult,
+    RunEvent, SampleRecord, Split, TimePolicy,
 };
 use assay_rundir::{RunDir, RunDirError, SUMMARY};
 use assay_sandbox::Engine;
@@ -60,6 +60,8 @@ pub struct Evaluation<'a> {
     /// Samples the model never answered (task id, why): `infra` verdicts, kept out of
     /// `results.jsonl` because a resumed run asks the model again.
     pub unanswered: &'a [(String, String)],
+    /// What generating the samples cost, when this run generated them.
+    pub generation: Option<&'a GenerationTotals>,
 }
 
 /// Where a run's events are written before listeners hear them.
@@ -138,6 +140,7 @@ impl Evaluation<'_> {
             environment,
             unanswered,
             model,
+            generation,
         } = *self;
         let started = std::time::Instant::now();
         let tasks: HashMap<&str, &Task> = dataset
@@ -257,6 +260,7 @@ impl Evaluation<'_> {
                 unanswered,
                 isolation: engine.isolation().level,
                 ground_truth,
+                generation,
                 wall: started.elapsed(),
             },
         )?;
@@ -289,6 +293,8 @@ pub struct Concluded<'a> {
     pub isolation: IsolationLevel,
     /// The reference solutions' figures over the tasks.
     pub ground_truth: GroundTruthSummary,
+    /// What generating the samples cost, when the run generated them.
+    pub generation: Option<&'a GenerationTotals>,
     /// The judging's wall time.
     pub wall: std::time::Duration,
 }
@@ -306,6 +312,7 @@ pub fn conclude(run: &RunDir, concluded: Concluded) -> Result<EvalSummary, RunDi
         unanswered,
         isolation,
         ground_truth,
+        generation,
         wall,
     } = concluded;
     let tasks: HashMap<&str, &Task> = dataset
@@ -332,7 +339,11 @@ pub fn conclude(run: &RunDir, concluded: Concluded) -> Result<EvalSummary, RunDi
         ground_truth: &ground_truth,
     }
     .write(run)?;
-    let summary = summarize(dataset, &results, scores, ground_truth, time_policy, wall);
+    let mut summary = summarize(dataset, &results, scores, ground_truth, time_policy, wall);
+    if let Some(totals) = generation {
+        summary.tokens = Some(totals.usage.clone());
+        summary.cost_usd = totals.cost_usd;
+    }
     run.write_json(SUMMARY, &summary)?;
     Ok(summary)
 }

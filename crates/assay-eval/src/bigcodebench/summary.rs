@@ -110,6 +110,8 @@ pub fn summarize(
         ground_truth,
         time_policy,
         budgets_saved,
+        tokens: None,
+        cost_usd: None,
         wall_seconds: wall.as_secs_f64(),
     }
 }

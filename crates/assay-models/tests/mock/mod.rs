@@ -5,7 +5,9 @@
 //! it with `#[path = "../../assay-models/tests/mock/mod.rs"] mod mock;`.
 //!
 //! Each route has a queue of [`Reply`]s consumed one per request; when a queue is empty the
-//! route's responder answers (by default a success with texts `reply 0`, `reply 1`, ...). Routes:
+//! route's responder answers (by default a success with texts `reply 0`, `reply 1`, ...). A
+//! server can also be made slow ([`MockServer::delay_answers`]) and refuse requests beyond a
+//! number in flight ([`MockServer::limit_in_flight`]), as a provider at its limit. Routes:
 //! `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/messages`, so the OpenAI base
 //! URL is [`MockServer::openai_base`] and the Anthropic one [`MockServer::url`].
 
@@ -74,6 +76,8 @@ pub enum Reply {
     Reset,
     /// Sends a 200 with headers promising a long body, then closes after a few bytes.
     Truncated,
+    /// Another reply, held back this long first.
+    After(Duration, Box<Reply>),
 }
 
 impl Reply {
@@ -155,10 +159,19 @@ impl Reply {
 
     /// Adds a response header (e.g. `retry-after`); no effect on `Hang`, `Reset`, `Truncated`.
     pub fn with_header(mut self, name: &str, value: &str) -> Reply {
-        if let Reply::Json { headers, .. } | Reply::Raw { headers, .. } = &mut self {
-            headers.push((name.to_string(), value.to_string()));
+        match &mut self {
+            Reply::Json { headers, .. } | Reply::Raw { headers, .. } => {
+                headers.push((name.to_string(), value.to_string()))
+            }
+            Reply::After(_, reply) => **reply = reply.clone().with_header(name, value),
+            Reply::Hang | Reply::Reset | Reply::Truncated => {}
         }
         self
+    }
+
+    /// This reply, held back `delay` first (a server that takes its time, even to refuse).
+    pub fn after(self, delay: Duration) -> Reply {
+        Reply::After(delay, Box::new(self))
     }
 }
 
@@ -176,6 +189,10 @@ pub struct Recorded {
     /// The JSON body, or `Value::Null` if it was not JSON.
     pub body: Value,
     pub received: Instant,
+    /// Requests being answered when it arrived, itself included.
+    pub in_flight: usize,
+    /// Whether it was refused for being beyond [`MockServer::limit_in_flight`].
+    pub refused: bool,
 }
 
 impl Recorded {
@@ -193,6 +210,13 @@ struct Script {
     queues: HashMap<Route, VecDeque<Reply>>,
     responders: HashMap<Route, Responder>,
     requests: Vec<Recorded>,
+    in_flight: usize,
+    /// Requests in flight at most, and the answer to one beyond them, while `Some`.
+    limit: Option<(usize, Reply)>,
+    /// The limit is lifted once this many requests have arrived.
+    limit_until: Option<usize>,
+    /// How long an answer (not a refusal) is held before it is sent.
+    delay: Duration,
 }
 
 type Shared = Arc<Mutex<Script>>;
@@ -284,6 +308,29 @@ impl MockServer {
         script.responders.insert(route, Arc::new(responder));
     }
 
+    /// Holds every answer `delay` before sending it (not the refusals of
+    /// [`MockServer::limit_in_flight`]), so that requests overlap.
+    pub fn delay_answers(&self, delay: Duration) {
+        self.script.lock().unwrap().delay = delay;
+    }
+
+    /// Answers `refusal` to a request arriving while `limit` others are being answered, until
+    /// [`MockServer::unlimit`].
+    pub fn limit_in_flight(&self, limit: usize, refusal: Reply) {
+        self.script.lock().unwrap().limit = Some((limit, refusal));
+    }
+
+    /// Lifts [`MockServer::limit_in_flight`].
+    pub fn unlimit(&self) {
+        self.script.lock().unwrap().limit = None;
+    }
+
+    /// Lifts [`MockServer::limit_in_flight`] once `requests` have arrived in all (the server
+    /// copes again), for a client in another process.
+    pub fn unlimit_after(&self, requests: usize) {
+        self.script.lock().unwrap().limit_until = Some(requests);
+    }
+
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.script.lock().unwrap().requests.clone()
@@ -349,27 +396,51 @@ async fn handle(script: Shared, route: Route, headers: HeaderMap, body: Bytes) -
             })
             .or_insert(value);
     }
-    let reply = {
+    let _answering = Answering::new(&script);
+    let (reply, delay) = {
         let mut script = script.lock().unwrap();
+        if script
+            .limit_until
+            .is_some_and(|until| script.requests.len() >= until)
+        {
+            script.limit = None;
+        }
+        let in_flight = script.in_flight;
+        let refusal = script
+            .limit
+            .as_ref()
+            .filter(|(limit, _)| in_flight > *limit)
+            .map(|(_, refusal)| refusal.clone());
         script.requests.push(Recorded {
             route,
             headers: recorded_headers,
             body: body.clone(),
             received: Instant::now(),
+            in_flight,
+            refused: refusal.is_some(),
         });
+        let delay = script.delay;
         let queued = script.queues.get_mut(&route).and_then(VecDeque::pop_front);
-        match queued {
-            Some(reply) => reply,
-            None => match script.responders.get(&route) {
+        match (refusal, queued) {
+            (Some(refusal), _) => (refusal, Duration::ZERO),
+            (None, Some(reply)) => (reply, delay),
+            (None, None) => match script.responders.get(&route) {
                 Some(responder) => {
                     let responder = Arc::clone(responder);
                     drop(script);
-                    responder(&body)
+                    (responder(&body), delay)
                 }
-                None => default_reply(route, &body),
+                None => (default_reply(route, &body), delay),
             },
         }
     };
+    let mut delay = delay;
+    let mut reply = reply;
+    while let Reply::After(more, inner) = reply {
+        delay += more;
+        reply = *inner;
+    }
+    tokio::time::sleep(delay).await;
     match reply {
         Reply::Json {
             status,
@@ -393,6 +464,7 @@ async fn handle(script: Shared, route: Route, headers: HeaderMap, body: Bytes) -
         // Unwinding out of the handler ends hyper's connection task, which drops the socket
         // before any response byte is written. `resume_unwind` skips the panic hook, so
         // nothing is printed; the runtime just discards the task.
+        Reply::After(..) => unreachable!("delays are taken off above"),
         Reply::Reset => std::panic::resume_unwind(Box::new("mock: reset connection")),
         Reply::Truncated => {
             // A streamed body has no known length, so hyper trusts our Content-Length header
@@ -407,6 +479,25 @@ async fn handle(script: Shared, route: Route, headers: HeaderMap, body: Bytes) -
                 .headers_mut()
                 .insert("content-length", promised.parse().unwrap());
             response
+        }
+    }
+}
+
+/// Counts a request as being answered while it lives (the handler's future, dropped too when
+/// the client goes away).
+struct Answering(Shared);
+
+impl Answering {
+    fn new(script: &Shared) -> Answering {
+        script.lock().unwrap().in_flight += 1;
+        Answering(script.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        if let Ok(mut script) = self.0.lock() {
+            script.in_flight -= 1;
         }
     }
 }

@@ -251,7 +251,16 @@ pub(super) fn merge(
             outcome: GenerationOutcome {
                 samples: rows.lines().count(),
                 unanswered: unanswered_tasks,
-                totals: assay_generate::totals(&generation),
+                // At the prices of the first shard (shards of one command share them).
+                totals: assay_generate::totals(
+                    &generation,
+                    first
+                        .0
+                        .manifest
+                        .model_access
+                        .as_ref()
+                        .and_then(|a| a.prices.as_ref()),
+                ),
             },
             finished_at: parts
                 .iter()
@@ -301,6 +310,12 @@ pub(super) fn merge(
             unanswered: &unanswered,
             isolation,
             ground_truth: ground_truth(&parts, dataset.tasks.len()),
+            // The reference solutions bill no tokens.
+            generation: manifest
+                .generation
+                .as_ref()
+                .filter(|_| identity.model.as_deref() != Some("reference"))
+                .map(|g| &g.outcome.totals),
             wall: std::time::Duration::from_secs_f64(
                 parts
                     .iter()

@@ -6,15 +6,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_agent::pybench::checks::Mode;
-use assay_agent::pybench::published;
-use assay_agent::pybench::summary::summarize;
 use assay_records::{EpisodeRecord, GenerationRecord, PybenchSummary, TrajectoryRecord};
 use assay_report::read_lines;
 use assay_rundir::SUMMARY;
 
 use super::{complete, invalid, merged_manifest, open_out, Figures, Head, TaskOrder};
 use crate::error::PipelineError;
-use crate::pybench::{load_tasks, FIGURES_DIR, GENERATION, TASKS_DIR, TRAJECTORIES};
+use crate::pybench::{load_tasks, summary_of, FIGURES_DIR, GENERATION, TASKS_DIR, TRAJECTORIES};
 
 /// One shard, read whole.
 struct Part {
@@ -170,8 +168,7 @@ pub(super) fn merge(
         .iter()
         .map(|(_, p)| p.summary.wall_seconds)
         .fold(0.0, f64::max);
-    let published = identity.model.as_deref().and_then(published::for_model);
-    let summary = summarize(&episodes, checks, published, wall);
+    let summary = summary_of(&episodes, &manifest, checks, wall);
     run.write_json(SUMMARY, &summary)?;
     Ok((
         run.path().to_path_buf(),
