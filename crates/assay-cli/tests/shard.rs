@@ -355,6 +355,10 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
         read_json(&merged.join("manifest.json"))["kind"],
         "bigcodebench-run"
     );
+    // Billed as the single run is (the reference solutions bill nothing).
+    let summary = |dir: &Path| read_json(&dir.join("summary.json"));
+    assert_eq!(summary(&merged)["tokens"], summary(&whole)["tokens"]);
+    assert_eq!(summary(&merged)["cost_usd"], summary(&whole)["cost_usd"]);
 
     // Answers alone, generated in shards, merge into the single generation's samples file.
     let generate = |out: &str, extra: &[&str]| {

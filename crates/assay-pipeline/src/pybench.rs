@@ -245,12 +245,7 @@ pub(crate) fn load_tasks(
     }
     if let Some(shard) = shard {
         let ids: Vec<String> = data.tasks.iter().map(Task::task_id).collect();
-        let mine: Vec<String> = shard
-            .deal(ids.iter().map(String::as_str))
-            .into_iter()
-            .map(str::to_string)
-            .collect();
-        data.select(&mine)?;
+        data.select(&shard.deal(ids.iter().map(String::as_str)))?;
     }
     Ok(data)
 }

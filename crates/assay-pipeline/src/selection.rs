@@ -1,9 +1,9 @@
 //! Which tasks a run covers: the benchmark, its data, and optionally some task ids.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use assay_records::{Identity, Shard, Split};
-use assay_tasks::bigcodebench::{Dataset, Subset};
+use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
 
 use crate::error::PipelineError;
 
@@ -23,6 +23,23 @@ pub struct TaskSelection {
 }
 
 impl TaskSelection {
+    /// The selection a run's identity records: [`TaskSelection::identity`] read back. A
+    /// dataset file named relatively is found from `dir`, where the run started.
+    pub fn of(identity: &Identity, dir: &Path) -> TaskSelection {
+        let source = identity.dataset.clone().unwrap_or_default();
+        let embedded = VERSIONS.contains(&source.as_str());
+        TaskSelection {
+            subset: match identity.benchmark.as_deref() {
+                Some("bigcodebench-hard") => Subset::Hard,
+                _ => Subset::Full,
+            },
+            dataset: (!embedded).then(|| dir.join(&source)),
+            version: source,
+            tasks: identity.tasks.clone().unwrap_or_default(),
+            shard: identity.shard,
+        }
+    }
+
     /// `bigcodebench` or `bigcodebench-hard`.
     pub fn benchmark(&self) -> &'static str {
         match self.subset {
@@ -42,12 +59,7 @@ impl TaskSelection {
             dataset.select(&ids)?;
         }
         if let Some(shard) = self.shard {
-            let mine: Vec<String> = shard
-                .deal(dataset.tasks.iter().map(|t| t.task_id.as_str()))
-                .into_iter()
-                .map(str::to_string)
-                .collect();
-            dataset.select(&mine)?;
+            dataset.select(&shard.deal(dataset.tasks.iter().map(|t| t.task_id.as_str())))?;
         }
         Ok(dataset)
     }

@@ -14,6 +14,14 @@ pub enum Split {
 }
 
 impl Split {
+    /// The split a run's identity names (`identity.split`); complete when it names none.
+    pub fn named(name: Option<&str>) -> Split {
+        match name {
+            Some("instruct") => Split::Instruct,
+            _ => Split::Complete,
+        }
+    }
+
     /// The name files and options use.
     pub fn as_str(&self) -> &'static str {
         match self {

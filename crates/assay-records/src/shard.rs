@@ -39,8 +39,8 @@ impl Shard {
         format!("shard-{}-of-{}", self.index, self.count)
     }
 
-    /// The ids of `ids` that fall to this shard, sorted.
-    pub fn deal<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    /// The ids of `ids` that fall to this shard, sorted (owned: datasets select by them).
+    pub fn deal<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Vec<String> {
         let mut sorted: Vec<&str> = ids.into_iter().collect();
         sorted.sort_by(|a, b| natural(a).cmp(&natural(b)));
         sorted.dedup();
@@ -50,7 +50,7 @@ impl Shard {
             .into_iter()
             .enumerate()
             .filter(|(k, _)| k % count == index)
-            .map(|(_, id)| id)
+            .map(|(_, id)| id.to_string())
             .collect()
     }
 }
@@ -97,7 +97,7 @@ mod tests {
             let shard = Shard::new(index, 4).unwrap();
             let mine = shard.deal(ids.iter().rev().map(String::as_str));
             assert!(mine.len() == 5 || mine.len() == 6, "{mine:?}");
-            seen.extend(mine.iter().map(|s| s.to_string()));
+            seen.extend(mine);
         }
         seen.sort();
         let mut all = ids.clone();

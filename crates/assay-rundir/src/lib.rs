@@ -682,6 +682,24 @@ mod tests {
         );
         // A manifest that does not say (a generation) resumes as before.
         assert!(open(&path, &manifest("a")).is_ok());
+        // Merges name what differs the same way: the first field (alphabetically), as JSON.
+        let json = |m: &Manifest| serde_json::to_value(&m.fingerprint).unwrap();
+        let (here, mut other) = (machine("3.11.7"), machine("3.11.7"));
+        assert_eq!(identity_difference(&json(&here), &json(&here)), None);
+        other.fingerprint.as_mut().unwrap().nltk_data.clear();
+        assert_eq!(
+            identity_difference(&json(&here), &json(&other)),
+            Some(("nltk_data".into(), r#"["punkt"]"#.into(), "[]".into()))
+        );
+        other.fingerprint.as_mut().unwrap().isolation = IsolationLevel::Partial;
+        assert_eq!(
+            identity_difference(&json(&here), &json(&other)),
+            Some((
+                "isolation".into(),
+                r#""full""#.into(),
+                r#""partial""#.into()
+            ))
+        );
     }
 
     #[test]

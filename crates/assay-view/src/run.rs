@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TestResult,
+    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Split, Status, TestResult,
     TrajectoryRecord,
 };
 use assay_report::{figures, Run, RunFigures};
@@ -555,10 +555,11 @@ fn task_of(
     dataset(version)?.get(task_id)
 }
 
+/// The task's prompt in the split its run's identity names.
 fn prompt(task: &assay_tasks::bigcodebench::Task, split: Option<&str>) -> String {
-    match split {
-        Some("instruct") => task.instruct_prompt.clone(),
-        _ => task.complete_prompt.clone(),
+    match Split::named(split) {
+        Split::Complete => task.complete_prompt.clone(),
+        Split::Instruct => task.instruct_prompt.clone(),
     }
 }
 

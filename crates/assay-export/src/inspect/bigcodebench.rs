@@ -132,10 +132,7 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
     let run = Run {
         manifest,
         model,
-        split: match identity.split.as_deref() {
-            Some("instruct") => Split::Instruct,
-            _ => Split::Complete,
-        },
+        split: Split::named(identity.split.as_deref()),
         reference: identity.model.as_deref() == Some("reference"),
         dataset,
     };

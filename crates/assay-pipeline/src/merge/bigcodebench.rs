@@ -11,15 +11,16 @@ use assay_eval::bigcodebench::ground_truth::PEAKS_LISTED;
 use assay_eval::bigcodebench::samples;
 use assay_records::{
     EvalSummary, GenerationDone, GenerationOutcome, GenerationRecord, GroundTruthSummary, Kind,
-    Manifest, ProcessPeaks, SampleRecord, Split, TimePolicy, Unanswered,
+    ProcessPeaks, SampleRecord, Split, TimePolicy, Unanswered,
 };
 use assay_report::read_lines;
 use assay_rundir::SAMPLES;
-use assay_tasks::bigcodebench::{Dataset, Subset};
+use assay_tasks::bigcodebench::Dataset;
 use serde_json::Value;
 
 use super::{complete, invalid, merged_manifest, open_out, Figures, Head, TaskOrder};
 use crate::error::PipelineError;
+use crate::selection::TaskSelection;
 
 /// One shard, read whole.
 struct Part {
@@ -128,27 +129,19 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
     }))
 }
 
-/// The tasks the shards split, as their identity names them.
-fn dataset(manifest: &Manifest) -> Result<Dataset, PipelineError> {
-    let identity = &manifest.identity;
-    let subset = match identity.benchmark.as_deref() {
-        Some("bigcodebench-hard") => Subset::Hard,
-        _ => Subset::Full,
-    };
-    let source = identity.dataset.clone().unwrap_or_default();
-    let mut dataset = if assay_tasks::bigcodebench::VERSIONS.contains(&source.as_str()) {
-        Dataset::embedded(&source, subset)?
-    } else {
-        Dataset::from_file(Path::new(&source), subset)?
-    };
+/// The tasks the shards split, as their identity names them, checked to be the data they ran.
+fn dataset(head: &Head) -> Result<Dataset, PipelineError> {
+    let identity = &head.manifest.identity;
+    let mut selection = TaskSelection::of(identity, &head.started_in());
+    selection.shard = None;
+    let dataset = selection.load()?;
     if identity.dataset_digest.as_deref() != Some(dataset.digest.as_str()) {
         return Err(invalid(format!(
-            "the dataset {source} is not the one the shards ran (digest {} here, {:?} there)",
-            dataset.digest, identity.dataset_digest
+            "the dataset {} is not the one the shards ran (digest {} here, {:?} there)",
+            selection.source(),
+            dataset.digest,
+            identity.dataset_digest
         )));
-    }
-    if let Some(tasks) = identity.tasks.as_ref().filter(|t| !t.is_empty()) {
-        dataset.select(tasks)?;
     }
     Ok(dataset)
 }
@@ -195,7 +188,7 @@ pub(super) fn merge(
 ) -> Result<(PathBuf, Vec<PathBuf>, Figures), PipelineError> {
     let (parts, same_as_taken) = complete(heads, count, read_part)?;
     let first = &parts[0];
-    let dataset = dataset(&first.0.manifest)?;
+    let dataset = dataset(&first.0)?;
 
     // Each task's rows, from the shard that holds it (a task in two shards means the shards
     // are not one run's).
@@ -293,10 +286,7 @@ pub(super) fn merge(
             ))
         })?;
     let identity = &manifest.identity;
-    let split = match identity.split.as_deref() {
-        Some("instruct") => Split::Instruct,
-        _ => Split::Complete,
-    };
+    let split = Split::named(identity.split.as_deref());
     let summary = conclude(
         &run,
         Concluded {
@@ -310,11 +300,11 @@ pub(super) fn merge(
             unanswered: &unanswered,
             isolation,
             ground_truth: ground_truth(&parts, dataset.tasks.len()),
-            // The reference solutions bill no tokens.
+            // Billed as the shards were (the reference solutions bill no tokens).
             generation: manifest
                 .generation
                 .as_ref()
-                .filter(|_| identity.model.as_deref() != Some("reference"))
+                .filter(|_| judged.summary.tokens.is_some())
                 .map(|g| &g.outcome.totals),
             wall: std::time::Duration::from_secs_f64(
                 parts

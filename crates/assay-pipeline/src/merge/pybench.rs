@@ -105,19 +105,15 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
     }))
 }
 
-/// The data folder a shard ran, found from where it ran when it was named relatively.
+/// The data folder a shard ran.
 fn data_folder(head: &Head) -> PathBuf {
-    let named = PathBuf::from(
+    head.started_in().join(
         head.manifest
             .identity
             .dataset
             .as_deref()
             .unwrap_or_default(),
-    );
-    match &head.manifest.command {
-        Some(command) if named.is_relative() => command.dir.join(named),
-        _ => named,
-    }
+    )
 }
 
 /// Joins the shards `heads` (checked to be one run's, `count` of them) into `out`.
