@@ -34,6 +34,21 @@ pub enum Kind {
     PybenchEval,
 }
 
+impl Kind {
+    /// The name manifests spell it with (`bigcodebench-eval`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Kind::BigcodebenchGenerate => "bigcodebench-generate",
+            Kind::BigcodebenchEval => "bigcodebench-eval",
+            Kind::BigcodebenchRun => "bigcodebench-run",
+            Kind::BigcodebenchCheck => "bigcodebench-check",
+            Kind::BigcodebenchGroundTruth => "bigcodebench-ground-truth",
+            Kind::PybenchRun => "pybench-run",
+            Kind::PybenchEval => "pybench-eval",
+        }
+    }
+}
+
 /// The settings that decide a run's results: a rerun with the same identity resumes the
 /// directory, a different one is refused naming the first difference. Each kind of run sets
 /// the fields that matter to it; the others stay absent.
@@ -253,6 +268,21 @@ pub fn now() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_are_named_as_manifests_spell_them() {
+        for kind in [
+            Kind::BigcodebenchGenerate,
+            Kind::BigcodebenchEval,
+            Kind::BigcodebenchRun,
+            Kind::BigcodebenchCheck,
+            Kind::BigcodebenchGroundTruth,
+            Kind::PybenchRun,
+            Kind::PybenchEval,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
 
     #[test]
     fn manifests_from_before_limits_and_prices_still_load() {

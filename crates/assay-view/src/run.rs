@@ -265,7 +265,7 @@ impl RunSource {
             Files::Dir(dir) => {
                 let manifest = dir.manifest.get()?.cloned();
                 if let Some(m) = &manifest {
-                    summary.kind = kind_name(m.kind);
+                    summary.kind = m.kind.as_str().to_string();
                     summary.benchmark = m.identity.benchmark.clone().unwrap_or_default();
                     summary.split = m.identity.split.clone();
                     summary.model = m.identity.model.clone();
@@ -464,14 +464,6 @@ impl RunSource {
             }
         }
     }
-}
-
-/// The manifest kind as its files spell it.
-fn kind_name(kind: Kind) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 fn vanished(path: &Path) -> ViewError {

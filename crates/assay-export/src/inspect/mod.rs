@@ -79,10 +79,7 @@ pub fn export(dir: &Path) -> Result<Export, SourceError> {
                 message: format!(
                     "a {} directory holds no judged samples to export (export reads the \
                      directories of `assay eval` and `assay run`)",
-                    serde_json::to_value(manifest.kind)
-                        .ok()
-                        .and_then(|k| k.as_str().map(str::to_string))
-                        .unwrap_or_default()
+                    manifest.kind.as_str()
                 ),
             })
         }

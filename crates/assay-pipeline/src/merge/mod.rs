@@ -138,7 +138,7 @@ fn read_head(dir: &Path) -> Result<Head, PipelineError> {
             "{}: a {} directory; assay merge joins the shards of generate, eval and run \
              directories",
             dir.display(),
-            serde_json::to_value(manifest.kind).unwrap_or_default()
+            manifest.kind.as_str()
         )));
     }
     let shard = manifest.identity.shard.ok_or_else(|| {
