@@ -17,6 +17,7 @@ pub mod sample;
 pub mod shard;
 pub mod summary;
 pub mod time_policy;
+pub mod utc;
 pub mod verdict;
 
 pub use episode::{
@@ -39,4 +40,5 @@ pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
 pub use shard::Shard;
 pub use summary::{BudgetsSaved, CheckSummary, EvalSummary, Scores, Slow};
 pub use time_policy::{TestBudget, TimePolicy, OFFICIAL_TIMEOUT_SECONDS};
+pub use utc::Utc;
 pub use verdict::{InfraCause, Official, OfficialStatus};

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use assay_records::{GroundTruthSummary, SampleRecord, Scores, Split};
+use assay_records::{GroundTruthSummary, SampleRecord, Scores, Split, Utc};
 use assay_rundir::{RunDir, RunDirError};
 use assay_tasks::bigcodebench::{Dataset, Task};
 use serde_json::{json, Value};
@@ -108,22 +108,10 @@ pub fn write_ground_truth(
 
 /// `YYYY-MM-DD HH:MM` (UTC), the official results' date format.
 fn format_minute(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let minutes = unix % 86_400 / 60;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let t = Utc::of(unix);
     format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        minutes / 60,
-        minutes % 60
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        t.year, t.month, t.day, t.hour, t.minute
     )
 }
 
