@@ -54,7 +54,8 @@ pub fn run(args: ExportArgs) -> Result<i32> {
             folder.join(&export.file_name)
         }
     };
-    write_whole(&path, text.as_bytes())?;
+    // Whole or not at all: a viewer watching the folder never reads a half-written log.
+    assay_rundir::write_atomically(&path, text.as_bytes())?;
     let log = &export.log;
     let headline = log
         .results
@@ -80,14 +81,4 @@ pub fn run(args: ExportArgs) -> Result<i32> {
 /// Whether `--out` names a folder: one that exists, or a path written with a trailing `/`.
 fn is_folder(out: &Path) -> bool {
     out.is_dir() || out.as_os_str().to_string_lossy().ends_with('/')
-}
-
-/// Writes `bytes` to `path` whole or not at all: a viewer watching the folder never reads a
-/// half-written log.
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(".partial");
-    let partial = PathBuf::from(partial);
-    std::fs::write(&partial, bytes).with_context(|| format!("writing {}", partial.display()))?;
-    std::fs::rename(&partial, path).with_context(|| format!("writing {}", path.display()))
 }

@@ -581,7 +581,9 @@ fn remove_if_present(path: &Path) -> Result<(), RunDirError> {
     }
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
+/// Writes `bytes` to `path` whole or not at all (a temporary file, synced, then renamed), so
+/// that a reader never sees half a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), RunDirError> {
     let tmp = path.with_extension("tmp-write");
     let mut file = File::create(&tmp).map_err(io(&tmp))?;
     file.write_all(bytes).map_err(io(&tmp))?;
