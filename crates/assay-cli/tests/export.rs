@@ -388,6 +388,8 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
     let dir = tempfile::tempdir().unwrap();
     pybench_env();
     let data = pybench_data();
+    // The data folder named relatively: the export finds it from where the run started.
+    std::os::unix::fs::symlink(&data, dir.path().join("pybench-data")).unwrap();
     // 44 passes with a figure and an output file, 18 fails its check on the final answer, 13
     // lacks an input here and 98 has no recording: both infra.
     let ran = assay(
@@ -397,7 +399,7 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
             "--model",
             &format!("replay:{}", data.join("trajectory.jsonl").display()),
             "--data",
-            &data.display().to_string(),
+            "pybench-data",
             "--tasks",
             "44,18,13,98",
             "--jobs",
@@ -421,6 +423,31 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
         dir.path(),
     );
     assert!(exported.status.success(), "{}", text(&exported.stderr));
+    assert!(
+        !text(&exported.stderr).contains("left empty"),
+        "{}",
+        text(&exported.stderr)
+    );
+    // And from another directory too.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let again = assay(
+        &[
+            "export",
+            &run.display().to_string(),
+            "--format",
+            "inspect",
+            "--out",
+            "-",
+        ],
+        &elsewhere,
+    );
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        !text(&again.stderr).contains("left empty"),
+        "{}",
+        text(&again.stderr)
+    );
     let path = only_log(&dir.path().join("inspect-logs"));
     let read = read_back(&path);
     assert_eq!(read["listed"].as_array().unwrap().len(), 1);

@@ -237,6 +237,15 @@ fn first_schema() -> u32 {
 }
 
 impl Manifest {
+    /// Where the run's command ran: the paths it named relatively (a dataset file, a data
+    /// folder) are relative to it. A manifest from before commands were recorded: here.
+    pub fn started_in(&self) -> PathBuf {
+        self.command
+            .as_ref()
+            .map(|c| c.dir.clone())
+            .unwrap_or_default()
+    }
+
     /// A new run's manifest, started now.
     pub fn new(kind: Kind, identity: Identity) -> Manifest {
         Manifest {

@@ -116,11 +116,7 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
         Subset::Full
     };
     let mut warnings = Vec::new();
-    let dataset = match load_dataset(
-        identity.dataset.as_deref(),
-        identity.dataset_digest.as_deref(),
-        subset,
-    ) {
+    let dataset = match load_dataset(manifest, subset) {
         Ok(dataset) => Some(dataset),
         Err(why) => {
             warnings.push(format!(
@@ -494,21 +490,21 @@ fn plan_step(manifest: &Manifest, reference: bool) -> EvalPlanStep {
     }
 }
 
-/// The dataset a run used (`identity.dataset`: an embedded version or a file), when it is the
-/// one whose digest the run recorded.
-fn load_dataset(
-    source: Option<&str>,
-    digest: Option<&str>,
-    subset: Subset,
-) -> Result<Dataset, String> {
-    let source = source.ok_or("the manifest names no dataset")?;
+/// The dataset a run used (`identity.dataset`: an embedded version, or a file found from where
+/// the run started), when it is the one whose digest the run recorded.
+fn load_dataset(manifest: &Manifest, subset: Subset) -> Result<Dataset, String> {
+    let identity = &manifest.identity;
+    let source = identity
+        .dataset
+        .as_deref()
+        .ok_or("the manifest names no dataset")?;
     let dataset = if VERSIONS.contains(&source) {
         Dataset::embedded(source, subset)
     } else {
-        Dataset::from_file(Path::new(source), subset)
+        Dataset::from_file(&manifest.started_in().join(source), subset)
     }
     .map_err(|e| e.to_string())?;
-    match digest {
+    match identity.dataset_digest.as_deref() {
         Some(recorded) if recorded != dataset.digest => Err(format!(
             "dataset {source} has changed since the run (digest {} here, {recorded} then)",
             dataset.digest

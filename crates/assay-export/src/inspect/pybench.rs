@@ -86,11 +86,11 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
         .into_iter()
         .map(|t| (format!("{}{}", assay_tasks::pybench::ID_PREFIX, t.index), t))
         .collect();
+    // A data folder named relatively is found from where the run started.
     let data = match identity
         .dataset
         .as_deref()
-        .map(Path::new)
-        .map(PyBench::load)
+        .map(|folder| PyBench::load(&manifest.started_in().join(folder)))
     {
         Some(Ok(data)) if identity.dataset_digest.as_ref() == Some(&data.digest) => Some(data),
         Some(Ok(data)) => {

@@ -132,7 +132,7 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
 /// The tasks the shards split, as their identity names them, checked to be the data they ran.
 fn dataset(head: &Head) -> Result<Dataset, PipelineError> {
     let identity = &head.manifest.identity;
-    let mut selection = TaskSelection::of(identity, &head.started_in());
+    let mut selection = TaskSelection::of(identity, &head.manifest.started_in());
     selection.shard = None;
     let dataset = selection.load()?;
     if identity.dataset_digest.as_deref() != Some(dataset.digest.as_str()) {

@@ -77,16 +77,6 @@ impl Head {
     fn name(&self) -> String {
         format!("shard {} ({})", self.shard, self.dir.display())
     }
-
-    /// Where the shard's command ran: its relative paths (a dataset file, a data folder) are
-    /// relative to it. Unknown (an older shard): here.
-    fn started_in(&self) -> PathBuf {
-        self.manifest
-            .command
-            .as_ref()
-            .map(|c| c.dir.clone())
-            .unwrap_or_default()
-    }
 }
 
 /// A shard read whole by its benchmark's merge.

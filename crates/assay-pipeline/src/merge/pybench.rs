@@ -107,7 +107,7 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
 
 /// The data folder a shard ran.
 fn data_folder(head: &Head) -> PathBuf {
-    head.started_in().join(
+    head.manifest.started_in().join(
         head.manifest
             .identity
             .dataset
