@@ -14,7 +14,7 @@ use std::process::Output;
 use assay_generate::prompt;
 use assay_pyenv::child_env::{self, Inherit};
 use assay_tasks::bigcodebench::{Dataset, Split, Subset, Task};
-use common::{assay_command, inspect_env, lines, pybench_data, pybench_env, text};
+use common::{assay_command, inspect_env, lines, pybench_data, pybench_env, read_json, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::Value;
 
@@ -333,6 +333,11 @@ fn a_bigcodebench_run_opens_in_inspect_with_its_verdicts_tokens_and_infra_set_ap
     assert_eq!(mean["reducer"], "mean");
     assert_eq!(mean["scored_samples"], 2);
     assert_eq!(mean["metrics"]["accuracy"]["value"], 0.75);
+    // Inspect's accuracy is assay's own pass@1 over judged tasks.
+    let pass_at_1 = read_json(&dir.path().join("run/pass_at_k.json"))["pass@1"]
+        .as_f64()
+        .unwrap();
+    assert!((mean["metrics"]["accuracy"]["value"].as_f64().unwrap() - pass_at_1).abs() < 1e-12);
     assert!((mean["metrics"]["stderr"]["value"].as_f64().unwrap() - 0.25).abs() < 1e-12);
     assert_eq!(
         results["scores"].as_array().unwrap().len(),
@@ -540,6 +545,14 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
         (&Value::from(4), &Value::from(2))
     );
     assert_eq!(results["scores"][0]["metrics"]["accuracy"]["value"], 0.5);
+    // PyBench's: the headline checks' pass rate over judged tasks.
+    let judged_rate = read_json(&run.join("summary.json"))["faithful"]["pass_rate_judged"]
+        .as_f64()
+        .unwrap();
+    let accuracy = results["scores"][0]["metrics"]["accuracy"]["value"]
+        .as_f64()
+        .unwrap();
+    assert!((accuracy - judged_rate).abs() < 1e-12);
     assert_eq!(log["stats"]["model_usage"], serde_json::json!({}));
 
     // The same recordings judged as they are (`assay eval pybench`): the conversations come
@@ -583,7 +596,9 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
     assert_eq!(log["eval"]["metadata"]["kind"], "pybench-eval");
     assert_eq!(log["plan"]["steps"][0]["solver"], "recorded_trajectories");
     let recorded = lines(&recordings);
-    for sample in log["samples"].as_array().unwrap() {
+    let samples = log["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), 2, "tasks 18 and 134");
+    for sample in samples {
         let index = sample["id"]
             .as_str()
             .unwrap()
