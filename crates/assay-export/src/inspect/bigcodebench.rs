@@ -5,7 +5,7 @@
 //! (`infra`, or never answered) carries an `error` and no score, as Inspect marks a sample it
 //! could not finish, so that it counts neither as passed nor as failed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use assay_generate::prompt::{chat_message, completion_prompt, TEMPLATE_VERSION};
@@ -162,12 +162,13 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
         }
     }
 
-    let mut sample_ids: Vec<String> = Vec::new();
-    for sample in &samples {
-        if !sample_ids.contains(&sample.id) {
-            sample_ids.push(sample.id.clone());
-        }
-    }
+    // Each task once, as it first comes (a task's epochs share its id).
+    let mut seen = HashSet::new();
+    let sample_ids: Vec<String> = samples
+        .iter()
+        .filter(|s| seen.insert(s.id.as_str()))
+        .map(|s| s.id.clone())
+        .collect();
     let mut task_args = BTreeMap::new();
     task_args.insert("split".to_string(), Value::from(run.split.as_str()));
     task_args.insert("subset".to_string(), Value::from(subset.as_str()));
