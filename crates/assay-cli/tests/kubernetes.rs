@@ -116,8 +116,8 @@ fn doc_step(step: u32) -> String {
 
 /// Runs `script` with `sh` and a stand-in `kubectl` first on `PATH`, which records each call's
 /// arguments and whose `wait --for=condition=C` exits with the code `waits` gives for C (1, as
-/// a timed-out wait, for any other); every other call succeeds. The calls, each its
-/// arguments, and whether the script succeeded.
+/// a timed-out wait, for any other); any other call exits with the code `waits` gives for its
+/// first word, or 0. The calls, each its arguments, and whether the script succeeded.
 fn run_kubectl(script: &str, waits: &[(&str, u8)]) -> (Vec<Vec<String>>, bool) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls");
@@ -128,7 +128,7 @@ fn run_kubectl(script: &str, waits: &[(&str, u8)]) -> (Vec<Vec<String>>, bool) {
         "#!/bin/sh\n\
          for a in \"$@\"; do printf '%s\\037' \"$a\"; done >> \"$FAKE_LOG\"\n\
          printf '\\036' >> \"$FAKE_LOG\"\n\
-         [ \"$1\" = wait ] || exit 0\n\
+         [ \"$1\" = wait ] || { eval \"code=\\${FAKE_EXIT_$1:-0}\"; exit \"$code\"; }\n\
          for a in \"$@\"; do case \"$a\" in --for=condition=*)\n\
          eval \"code=\\${FAKE_WAIT_${a#--for=condition=}:-1}\"; exit \"$code\";; esac; done\n\
          exit 1\n",
@@ -146,6 +146,7 @@ fn run_kubectl(script: &str, waits: &[(&str, u8)]) -> (Vec<Vec<String>>, bool) {
         .env("FAKE_LOG", &log);
     for (condition, code) in waits {
         command.env(format!("FAKE_WAIT_{condition}"), code.to_string());
+        command.env(format!("FAKE_EXIT_{condition}"), code.to_string());
     }
     // What the script prints is for its user; the calls are what it did.
     let status = command.output().unwrap().status;
@@ -361,4 +362,62 @@ fn the_samples_go_onto_the_runs_claim_before_the_suspended_job_is_resumed() {
         calls[4][1..],
         ["job", "assay-shards", "-p", r#"{"spec":{"suspend":false}}"#]
     );
+}
+
+#[test]
+fn the_merge_waits_for_the_shards_job_to_end_complete_or_failed() {
+    let step = doc_step(7);
+    let merge = |calls: &[Vec<String>]| -> Vec<String> {
+        calls[calls.len() - 3..]
+            .iter()
+            .map(|c| c.join(" "))
+            .collect()
+    };
+    let merged = [
+        "delete job assay-merge --ignore-not-found",
+        "apply -f deploy/kubernetes/merge-job.yaml",
+        "logs -f job/assay-merge --pod-running-timeout=10m",
+    ];
+    let is_wait_for = |call: &Vec<String>, condition: &str| {
+        call[0] == "wait"
+            && call.contains(&format!("--for=condition={condition}"))
+            && call.contains(&"job/assay-shards".to_string())
+            && call.iter().any(|a| a.starts_with("--timeout="))
+    };
+
+    // Every index succeeded: the Job is Complete.
+    let (calls, ok) = run_kubectl(&step, &[("complete", 0)]);
+    assert!(ok, "{calls:?}");
+    assert_eq!(
+        verbs(&calls),
+        ["get", "wait", "get", "delete", "apply", "logs"]
+    );
+    assert!(is_wait_for(&calls[1], "complete"), "{calls:?}");
+    assert_eq!(merge(&calls), merged);
+
+    // An index failed for good: the Job ends Failed (FailedIndexes), never Complete, and the
+    // merge runs all the same, to name the failed shards and their rerun commands.
+    let (calls, ok) = run_kubectl(&step, &[("failed", 0)]);
+    assert!(ok, "{calls:?}");
+    assert_eq!(
+        verbs(&calls),
+        ["get", "wait", "wait", "get", "delete", "apply", "logs"]
+    );
+    assert!(is_wait_for(&calls[1], "complete"), "{calls:?}");
+    assert!(is_wait_for(&calls[2], "failed"), "{calls:?}");
+    assert!(calls[3].join(" ").contains("{.status.failedIndexes}"));
+    assert_eq!(merge(&calls), merged);
+
+    // Neither yet: it waits again, a turn at a time.
+    let (calls, _) = run_kubectl(&format!("{}\n", step.replace("$(seq 1440)", "1 2 3")), &[]);
+    assert!(step.contains("$(seq 1440)"), "{step}");
+    assert_eq!(
+        verbs(&calls)[..9],
+        ["get", "wait", "wait", "get", "wait", "wait", "get", "wait", "wait"]
+    );
+    assert_eq!(merge(&calls), merged);
+
+    // No such Job: it stops waiting at once.
+    let (calls, _) = run_kubectl(&step, &[("get", 1)]);
+    assert_eq!(verbs(&calls), ["get", "get", "delete", "apply", "logs"]);
 }
