@@ -553,11 +553,14 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
         let log = std::fs::read_to_string(logs.join(format!("array-{array_id}_{index}.out")))
             .unwrap_or_else(|e| cluster.fail(&format!("array task {index}'s output: {e}")));
         let said = format!("shard {index}/{SHARDS} on ");
+        // The script passes no --shard: assay reads the array's variables itself.
+        let resolved = format!("running shard {index}/{SHARDS} (from SLURM_ARRAY_TASK_ID)");
         let checked = log.find("isolation: Full");
         let ran = log.find(&said);
-        if ran.is_none() || checked.is_none() {
+        if ran.is_none() || checked.is_none() || !log.contains(&resolved) {
             cluster.fail(&format!(
-                "array task {index} did not say `{said}` and `isolation: Full`:\n{log}"
+                "array task {index} did not say `{said}`, `isolation: Full` and \
+                 `{resolved}`:\n{log}"
             ));
         }
         let shard = work
@@ -602,6 +605,7 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
         || field(&record[0], "JobState") != "COMPLETED"
         || !log.contains(&format!("shard 1/{SHARDS} on "))
         || !log.contains(&resumed)
+        || log.contains("(from SLURM_ARRAY_TASK_ID)")
     {
         cluster.fail(&format!(
             "the rerun of shard 1 did not complete as a resumed run saying `{resumed}`"
