@@ -8,10 +8,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use assay_tasks::bigcodebench::{Dataset, Subset};
 use common::{
     assay_command, assert_merge_is_the_single_run, lines, pybench_data, pybench_env, read_json,
-    text,
+    text, write_samples,
 };
 use serde_json::{json, Value};
 
@@ -41,21 +40,6 @@ fn sorted_task_ids(path: &Path) -> Vec<String> {
         .collect();
     ids.sort();
     ids
-}
-
-/// `samples.jsonl` in `dir`: the reference solution and a wrong answer for five tasks, whose
-/// ids are returned as `--tasks` takes them.
-fn write_samples(dir: &Path) -> &'static str {
-    let data = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
-    let task = |n: u32| data.get(&format!("BigCodeBench/{n}")).unwrap().clone();
-    let mut samples = Vec::new();
-    for n in [1, 2, 3, 4, 10] {
-        samples.push(json!({"task_id": format!("BigCodeBench/{n}"), "solution": task(n).reference_solution()}));
-        samples.push(json!({"task_id": format!("BigCodeBench/{n}"), "solution": format!("{}\n    return None\n", task(n).complete_prompt)}));
-    }
-    let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
-    std::fs::write(dir.join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
-    "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/10"
 }
 
 /// A merged directory is an ordinary run's: it reports, and it exports to Inspect with every
@@ -95,7 +79,7 @@ fn shell(line: &str) -> std::process::Output {
 #[test]
 fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     let dir = tempfile::tempdir().unwrap();
-    let tasks = write_samples(dir.path());
+    let tasks = &write_samples(dir.path(), &[1, 2, 3, 4, 10]);
     // `assay eval` of the samples into `out`, with `extra` arguments and environment.
     let eval_output = |out: &str, extra: &[&str], env: &[(&str, &str)]| {
         let mut command = assay_command(dir.path());
@@ -401,7 +385,7 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
 #[test]
 fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
     let dir = tempfile::tempdir().unwrap();
-    let tasks = write_samples(dir.path());
+    let tasks = &write_samples(dir.path(), &[1, 2, 3, 4, 10]);
     let eval = |extra: &[&str]| {
         let out = assay_command(dir.path())
             .args([
