@@ -88,14 +88,14 @@ fn merge(dir: &Path, args: &[&str]) -> Output {
     assay_command(dir).arg("merge").args(args).output().unwrap()
 }
 
-/// Runs a command line as a user pastes it into a shell, with the tests' cache root.
+/// Runs a command line as a user pastes it into a shell, with the tests' cache root (and, as
+/// `assay_command`, without a surrounding cluster job's variables).
 fn shell(line: &str) -> Output {
     #[allow(clippy::disallowed_methods)]
     let mut command = std::process::Command::new("sh");
-    command
+    common::without_cluster_vars(&mut command)
         .args(["-c", line])
         .env("ASSAY_CACHE_DIR", common::cache_root())
-        .env_remove("ASSAY_SHARD_COUNT")
         .output()
         .unwrap()
 }
@@ -110,7 +110,6 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
             .args(eval_args(tasks, &["--out", out]))
             .args(extra)
             .envs(env.iter().copied())
-            .env_remove("ASSAY_SHARD_COUNT")
             .output()
             .unwrap()
     };
@@ -402,13 +401,7 @@ fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
     let dir = tempfile::tempdir().unwrap();
     let tasks = &write_samples(dir.path(), &[1, 2, 3, 4, 10]);
     let eval = |extra: &[&str]| {
-        succeeded(
-            assay_command(dir.path())
-                .args(eval_args(tasks, extra))
-                .env_remove("ASSAY_SHARD_COUNT")
-                .output()
-                .unwrap(),
-        );
+        assay_ok(dir.path(), &eval_args(tasks, extra));
     };
     eval(&["--out", "whole"]);
     eval(&["--shard", "0/3", "--out", "runs/e-shard-0-of-3"]);
@@ -483,16 +476,16 @@ fn merged_pybench_shards_are_the_single_run_with_its_files() {
     );
     let data = pybench_data().display().to_string();
     let run = |out: &str, extra: &[&str]| {
-        succeeded(
-            assay_command(dir.path())
-                .args(["run", "pybench", "--model", &replay, "--data", &data])
-                .args(["--tasks", "2,9,63,67,79,83,95,136", "--jobs", "2"])
-                .args(["--out", out])
-                .args(extra)
-                .env_remove("ASSAY_SHARD_COUNT")
-                .output()
-                .unwrap(),
-        );
+        let args = ["run", "pybench", "--model", &replay, "--data", &data];
+        let tasks = [
+            "--tasks",
+            "2,9,63,67,79,83,95,136",
+            "--jobs",
+            "2",
+            "--out",
+            out,
+        ];
+        assay_ok(dir.path(), &[&args[..], &tasks, extra].concat());
     };
     run("whole", &[]);
     run("p0", &["--shard", "0/2"]);

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     apt_install, assay_command, assert_merge_is_the_single_run, cache_root, find_program, lines,
-    read_json, run_bounded, text, write_samples,
+    read_json, run_bounded, text, without_cluster_vars, write_samples,
 };
 use serde_json::json;
 
@@ -360,7 +360,6 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
     let whole = assay_command(work.path())
         .args(["eval", "bigcodebench", "--samples", "samples.jsonl"])
         .args(["--tasks", &tasks, "--profile", "test", "--out", "whole"])
-        .env_remove("ASSAY_SHARD_COUNT")
         .output()
         .unwrap();
     assert!(whole.status.success(), "{}", text(&whole.stderr));
@@ -372,9 +371,11 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm");
     let logs = cluster.dir.path().join("logs");
     // What every job of the recipe is given: the binary under test, the shared run root, the
-    // test's cache (its environments and reference timings) and the `test` environment.
+    // test's cache (its environments and reference timings) and the `test` environment; not a
+    // surrounding cluster job's variables, which `--export=ALL` would pass on (this cluster
+    // sets each array task's own, as the tasks' `(from SLURM_ARRAY_TASK_ID)` below shows).
     let recipe = |command: &mut Command| {
-        command
+        without_cluster_vars(command)
             .current_dir(work.path())
             .env("ASSAY_BIN", env!("CARGO_BIN_EXE_assay"))
             .env("ASSAY_RUNS", work.path().join("runs"))
@@ -382,8 +383,7 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
             .env("ASSAY_PROFILE", "test")
             .env("ASSAY_CACHE_DIR", cache_root())
             .env_remove("ASSAY_ISOLATION")
-            .env_remove("ASSAY_SHARD")
-            .env_remove("ASSAY_SHARD_COUNT");
+            .env_remove("ASSAY_SHARD");
     };
 
     let started = Instant::now();

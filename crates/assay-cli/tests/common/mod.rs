@@ -24,7 +24,8 @@ use assay_pyenv::{Environment, Interpreter, Profile, SilentObserver};
 use assay_tasks::bigcodebench::{Dataset, Subset};
 use serde_json::{json, Value};
 
-/// `assay`, to be run in `dir` with this test process's cache root.
+/// `assay`, to be run in `dir` with this test process's cache root, and without the variables
+/// a surrounding cluster job sets ([`CLUSTER_VARS`]): a test that wants one sets it after.
 pub fn assay_command(dir: &Path) -> Command {
     // Started as a user starts it, with the test's environment (assay's own children are what
     // `child_env` governs).
@@ -33,6 +34,28 @@ pub fn assay_command(dir: &Path) -> Command {
     command
         .current_dir(dir)
         .env("ASSAY_CACHE_DIR", cache_root());
+    without_cluster_vars(&mut command);
+    command
+}
+
+/// What assay takes its shard from when `--shard` is not given: a Slurm array task's
+/// variables, a Kubernetes Indexed Job's index, and the shard count. Tests run inside such a
+/// job (CI on a cluster) would otherwise run every `assay` as one shard of it.
+pub const CLUSTER_VARS: [&str; 7] = [
+    "ASSAY_SHARD_COUNT",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_STEP",
+    "JOB_COMPLETION_INDEX",
+];
+
+/// `command` without [`CLUSTER_VARS`] (an `.env(...)` after this still sets one).
+pub fn without_cluster_vars(command: &mut Command) -> &mut Command {
+    for var in CLUSTER_VARS {
+        command.env_remove(var);
+    }
     command
 }
 
