@@ -42,17 +42,28 @@ fn env<'a>(container: &'a Value, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("{} has no {name}", container["name"]))
 }
 
-/// What running `container`'s command did, as a pod would run it (its `command` and `args`,
-/// its environment, and `extra`), with a stand-in `assay` on `PATH` that records each call's
-/// arguments and whose `sandbox` calls exit with `check_exit`: the calls, and whether the
-/// command succeeded.
-fn run_pod(container: &Value, extra: &[(&str, &str)], check_exit: u8) -> (Vec<String>, bool) {
+/// What running `container`'s command did, as a pod would run it (its command and args, its
+/// environment, and `extra`), with a stand-in `assay` on `PATH` that records each call's
+/// arguments and whose `sandbox` calls exit with `check_exit`.
+struct Pod {
+    /// Each call's arguments.
+    calls: Vec<String>,
+    /// Each call's shard as assay would read it from its environment:
+    /// `$JOB_COMPLETION_INDEX/$ASSAY_SHARD_COUNT`.
+    shards: Vec<String>,
+    /// Whether the command succeeded.
+    ok: bool,
+}
+
+/// Runs `container`'s command as a pod would: see [`Pod`].
+fn run_pod(container: &Value, extra: &[(&str, &str)], check_exit: u8) -> Pod {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls");
     let fake = dir.path().join("assay");
     std::fs::write(
         &fake,
         "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$FAKE_LOG\"\n\
+         printf '%s/%s\\n' \"$JOB_COMPLETION_INDEX\" \"$ASSAY_SHARD_COUNT\" >> \"$FAKE_LOG.shards\"\n\
          case \"$1\" in sandbox) exit \"$FAKE_CHECK_EXIT\";; esac\n",
     )
     .unwrap();
@@ -81,12 +92,18 @@ fn run_pod(container: &Value, extra: &[(&str, &str)], check_exit: u8) -> (Vec<St
     }
     command.envs(extra.iter().copied());
     let status = command.status().unwrap();
-    let calls = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    (calls, status.success())
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    Pod {
+        calls: read(&log),
+        shards: read(&log.with_extension("shards")),
+        ok: status.success(),
+    }
 }
 
 /// The `sh` block of step `step` of docs/scale.md's Kubernetes recipe, unindented.
@@ -237,11 +254,18 @@ fn the_indexed_job_shards_by_completion_index_and_checks_isolation_first() {
         .map(|w| w.as_str().unwrap())
         .collect();
     assert_eq!(setup[..3], ["assay", "env", "setup"]);
+    // The environment set up is the one the shard runs in.
+    let profile = setup
+        .iter()
+        .position(|w| *w == "--profile")
+        .and_then(|i| setup.get(i + 1))
+        .expect("env setup --profile");
+    assert_eq!(*profile, env(container, "ASSAY_PROFILE"));
     assert_eq!(env(init, "ASSAY_CACHE_DIR"), "/cache");
     assert_eq!(init["volumeMounts"][0]["mountPath"], "/cache");
 
     // Pod 3 checks strict isolation, then runs shard 3 into its directory, strict too.
-    let (calls, ok) = run_pod(container, &[("JOB_COMPLETION_INDEX", "3")], 0);
+    let Pod { calls, shards, ok } = run_pod(container, &[("JOB_COMPLETION_INDEX", "3")], 0);
     assert!(ok, "{calls:?}");
     assert_eq!(
         calls,
@@ -253,8 +277,11 @@ fn the_indexed_job_shards_by_completion_index_and_checks_isolation_first() {
             ),
         ]
     );
+    // No --shard: assay reads shard 3 of N (3/8 as shipped) from the pod's environment.
+    assert_eq!(shards[1], format!("3/{completions}"));
+    assert!(!calls[1].contains("--shard"), "{}", calls[1]);
     // A node below full isolation: the check fails, and nothing else runs.
-    let (calls, ok) = run_pod(container, &[("JOB_COMPLETION_INDEX", "3")], 1);
+    let Pod { calls, ok, .. } = run_pod(container, &[("JOB_COMPLETION_INDEX", "3")], 1);
     assert!(!ok);
     assert_eq!(calls.len(), 1, "{calls:?}");
 }
@@ -278,7 +305,7 @@ fn the_merge_job_joins_every_shard_of_the_indexed_job() {
         pod["volumes"][0]["persistentVolumeClaim"]["claimName"],
         "assay-runs"
     );
-    let (calls, ok) = run_pod(container, &[], 0);
+    let Pod { calls, ok, .. } = run_pod(container, &[], 0);
     assert!(ok, "{calls:?}");
     let name = env(container, "ASSAY_NAME");
     let dirs: Vec<String> = (0..completions)
@@ -312,7 +339,7 @@ fn the_samples_go_onto_the_runs_claim_before_the_suspended_job_is_resumed() {
         .as_str()
         .unwrap();
     // Where the shards read their samples.
-    let (calls, _) = run_pod(container, &[("JOB_COMPLETION_INDEX", "0")], 0);
+    let calls = run_pod(container, &[("JOB_COMPLETION_INDEX", "0")], 0).calls;
     let samples = calls[1]
         .split_once("--samples ")
         .and_then(|(_, rest)| rest.split(' ').next())
