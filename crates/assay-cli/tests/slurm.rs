@@ -348,6 +348,7 @@ impl Drop for Cluster {
 
 #[test]
 fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
+    let test_started = Instant::now();
     // Debian's Slurm and MUNGE, installed when missing: a test that cannot have them fails.
     let install = apt_install(&["slurm-wlm", "munge"], &PROGRAMS);
     let work = tempfile::tempdir().unwrap();
@@ -512,12 +513,14 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
         ));
     }
 
+    let test_seconds = test_started.elapsed().as_secs_f64();
     eprintln!(
         "slurm: {SHARDS} shards (sbatch --array=0-{}) over {} tasks ({} samples, {passed} pass): \
          array and merge ended {slurm_seconds:.1} s after submission; one-node cluster up in \
          {cluster_seconds:.1} s; the single run took {single_seconds:.1} s; the merge equals it \
          (eval_results.json verdicts, pass_at_k.json, samples.jsonl, per-sample statuses); \
-         shard 1 submitted again resumed, judging nothing twice; {}",
+         shard 1 submitted again resumed, judging nothing twice; the whole test took \
+         {test_seconds:.1} s; {}",
         SHARDS - 1,
         TASKS.len(),
         samples,
