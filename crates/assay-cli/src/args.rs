@@ -84,8 +84,8 @@ impl DatasetArgs {
 pub struct ShardArgs {
     /// Run only shard I of N (I from 0): tasks are dealt whole, in turn, from their sorted ids;
     /// `assay merge` joins the shards. Default: from a Slurm array task (SLURM_ARRAY_TASK_ID
-    /// from SLURM_ARRAY_TASK_MIN, of SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job
-    /// (JOB_COMPLETION_INDEX, of --shard-count).
+    /// from SLURM_ARRAY_TASK_MIN, of SLURM_ARRAY_TASK_COUNT; the array one contiguous range
+    /// with step 1) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, of --shard-count).
     #[arg(long)]
     pub shard: Option<Shard>,
     /// How many shards a Kubernetes Indexed Job has (its `completions`), for
@@ -141,6 +141,18 @@ impl ShardArgs {
                      pass --shard I/N)",
                     count.saturating_sub(1)
                 );
+            }
+            // Shards are counted from the array's first index, so only one contiguous range
+            // maps every task to one shard: --array=0-7, 1-8 or 0-7%2, never 0,3,5.
+            if let Some(max) = number("SLURM_ARRAY_TASK_MAX")? {
+                if u64::from(min) + u64::from(count) != u64::from(max) + 1 {
+                    anyhow::bail!(
+                        "the Slurm array is not one contiguous range (SLURM_ARRAY_TASK_MIN {min}, \
+                         SLURM_ARRAY_TASK_MAX {max}, SLURM_ARRAY_TASK_COUNT {count}): submit it \
+                         as --array=0-{} (or pass --shard I/N)",
+                        count.saturating_sub(1)
+                    );
+                }
             }
             let index = id.checked_sub(min).with_context(|| {
                 format!("SLURM_ARRAY_TASK_ID {id} is below SLURM_ARRAY_TASK_MIN {min}")
@@ -445,6 +457,16 @@ mod tests {
             ("SLURM_ARRAY_TASK_COUNT", "4"),
         ];
         assert_eq!(resolve(None, None, &slurm).unwrap().unwrap(), "2/4");
+        // With SLURM_ARRAY_TASK_MAX, as Slurm sets it for a contiguous array (--array=1-4,
+        // or 1-4%2: the limit changes nothing).
+        let contiguous = [
+            ("SLURM_ARRAY_TASK_ID", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+            ("SLURM_ARRAY_TASK_MAX", "4"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+            ("SLURM_ARRAY_TASK_STEP", "1"),
+        ];
+        assert_eq!(resolve(None, None, &contiguous).unwrap().unwrap(), "2/4");
         let k8s = [("JOB_COMPLETION_INDEX", "5")];
         assert_eq!(resolve(None, Some(8), &k8s).unwrap().unwrap(), "5/8");
         for (shard, count, env, says) in [
@@ -476,6 +498,30 @@ mod tests {
                     ("SLURM_ARRAY_TASK_STEP", "2"),
                 ][..],
                 "step",
+            ),
+            // --array=0,3,5: three tasks over 0-5, so task 5 would be shard 5 of 3.
+            (
+                None,
+                None,
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "3"),
+                    ("SLURM_ARRAY_TASK_MIN", "0"),
+                    ("SLURM_ARRAY_TASK_MAX", "5"),
+                    ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ][..],
+                "not one contiguous range (SLURM_ARRAY_TASK_MIN 0, SLURM_ARRAY_TASK_MAX 5, \
+                 SLURM_ARRAY_TASK_COUNT 3): submit it as --array=0-2",
+            ),
+            (
+                None,
+                None,
+                &[
+                    ("SLURM_ARRAY_TASK_ID", "3"),
+                    ("SLURM_ARRAY_TASK_MIN", "0"),
+                    ("SLURM_ARRAY_TASK_MAX", "x"),
+                    ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ][..],
+                "SLURM_ARRAY_TASK_MAX=\"x\" is not a number",
             ),
             (Some("1/3"), Some(4), &[][..], "disagree"),
         ] {

@@ -7,11 +7,11 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::Output;
 
-use assay_tasks::bigcodebench::{Dataset, Subset};
 use common::{
     assay_command, assert_merge_is_the_single_run, lines, pybench_data, pybench_env, read_json,
-    text,
+    text, write_samples,
 };
 use serde_json::{json, Value};
 
@@ -43,51 +43,59 @@ fn sorted_task_ids(path: &Path) -> Vec<String> {
     ids
 }
 
-/// `samples.jsonl` in `dir`: the reference solution and a wrong answer for five tasks, whose
-/// ids are returned as `--tasks` takes them.
-fn write_samples(dir: &Path) -> &'static str {
-    let data = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
-    let task = |n: u32| data.get(&format!("BigCodeBench/{n}")).unwrap().clone();
-    let mut samples = Vec::new();
-    for n in [1, 2, 3, 4, 10] {
-        samples.push(json!({"task_id": format!("BigCodeBench/{n}"), "solution": task(n).reference_solution()}));
-        samples.push(json!({"task_id": format!("BigCodeBench/{n}"), "solution": format!("{}\n    return None\n", task(n).complete_prompt)}));
-    }
-    let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
-    std::fs::write(dir.join("samples.jsonl"), lines.join("\n") + "\n").unwrap();
-    "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/10"
+/// A finished command's output, which must say it succeeded (the message is its standard
+/// error).
+fn succeeded(out: Output) -> Output {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    out
+}
+
+/// `assay ARGS` in `dir`, which must succeed: its output.
+fn assay_ok(dir: &Path, args: &[&str]) -> Output {
+    succeeded(assay_command(dir).args(args).output().unwrap())
+}
+
+/// The arguments of `assay eval` of [`write_samples`]'s samples, of `tasks` only, in the `test`
+/// environment on two CPU slots, then `extra`.
+fn eval_args<'a>(tasks: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "eval",
+        "bigcodebench",
+        "--samples",
+        "samples.jsonl",
+        "--tasks",
+        tasks,
+        "--profile",
+        "test",
+        "--jobs",
+        "2",
+    ];
+    args.extend_from_slice(extra);
+    args
 }
 
 /// A merged directory is an ordinary run's: it reports, and it exports to Inspect with every
 /// sample.
 fn assert_reads_as_a_run(dir: &Path, name: &str, samples: usize) {
-    let report = assay_command(dir)
-        .args(["report", "--json", name])
-        .output()
-        .unwrap();
-    assert!(report.status.success(), "{}", text(&report.stderr));
-    let export = assay_command(dir)
-        .args(["export", name, "--format", "inspect", "--out", "-"])
-        .output()
-        .unwrap();
-    assert!(export.status.success(), "{}", text(&export.stderr));
+    assay_ok(dir, &["report", "--json", name]);
+    let export = assay_ok(dir, &["export", name, "--format", "inspect", "--out", "-"]);
     let log: Value = serde_json::from_slice(&export.stdout).unwrap();
     assert_eq!(log["samples"].as_array().unwrap().len(), samples);
 }
 
 /// `assay merge ARGS` in `dir`.
-fn merge(dir: &Path, args: &[&str]) -> std::process::Output {
+fn merge(dir: &Path, args: &[&str]) -> Output {
     assay_command(dir).arg("merge").args(args).output().unwrap()
 }
 
-/// Runs a command line as a user pastes it into a shell, with the tests' cache root.
-fn shell(line: &str) -> std::process::Output {
+/// Runs a command line as a user pastes it into a shell, with the tests' cache root (and, as
+/// `assay_command`, without a surrounding cluster job's variables).
+fn shell(line: &str) -> Output {
     #[allow(clippy::disallowed_methods)]
     let mut command = std::process::Command::new("sh");
-    command
+    common::without_cluster_vars(&mut command)
         .args(["-c", line])
         .env("ASSAY_CACHE_DIR", common::cache_root())
-        .env_remove("ASSAY_SHARD_COUNT")
         .output()
         .unwrap()
 }
@@ -95,32 +103,18 @@ fn shell(line: &str) -> std::process::Output {
 #[test]
 fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     let dir = tempfile::tempdir().unwrap();
-    let tasks = write_samples(dir.path());
+    let tasks = &write_samples(dir.path(), &[1, 2, 3, 4, 10]);
     // `assay eval` of the samples into `out`, with `extra` arguments and environment.
     let eval_output = |out: &str, extra: &[&str], env: &[(&str, &str)]| {
-        let mut command = assay_command(dir.path());
-        command
-            .args(["eval", "bigcodebench", "--samples", "samples.jsonl"])
-            .args([
-                "--tasks",
-                tasks,
-                "--profile",
-                "test",
-                "--jobs",
-                "2",
-                "--out",
-                out,
-            ])
-            .args(extra);
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        command.env_remove("ASSAY_SHARD_COUNT").output().unwrap()
+        assay_command(dir.path())
+            .args(eval_args(tasks, &["--out", out]))
+            .args(extra)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
     };
     let eval = |out: &str, shard: &[&str], env: &[(&str, &str)]| {
-        let out = eval_output(out, shard, env);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stderr)
+        text(&succeeded(eval_output(out, shard, env)).stderr)
     };
     eval("whole", &[], &[]);
     eval("shard-0", &["--shard", "0/2"], &[]);
@@ -172,8 +166,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
 
     // Merged, the shards are the single run: the same official files, samples and verdicts.
     let merge = |args: &[&str]| merge(dir.path(), args);
-    let merged = merge(&["shard-1", "shard-0", "--out", "merged"]);
-    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    succeeded(merge(&["shard-1", "shard-0", "--out", "merged"]));
     let (whole_dir, merged_dir) = (dir.path().join("whole"), dir.path().join("merged"));
     assert_merge_is_the_single_run(&merged_dir, &whole_dir);
     let (merged_summary, whole_summary) = (
@@ -213,8 +206,13 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
         }
     };
     copy("shard-0", "shard-0-again", &|_, text| text);
-    let out = merge(&["shard-0", "shard-1", "shard-0-again", "--out", "m0"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = succeeded(merge(&[
+        "shard-0",
+        "shard-1",
+        "shard-0-again",
+        "--out",
+        "m0",
+    ]));
     assert!(
         text(&out.stderr).contains("shard-0-again repeats a shard already taken"),
         "{}",
@@ -292,16 +290,28 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
 fn pybench_shards_deal_tasks_by_number() {
     pybench_env();
     let dir = tempfile::tempdir().unwrap();
-    let recording = pybench_data().join("trajectory.jsonl");
-    let out = assay_command(dir.path())
-        .args(["eval", "pybench", "--trajectories"])
-        .arg(&recording)
-        .arg("--data")
-        .arg(pybench_data())
-        .args(["--tasks", "2,9,10,18", "--shard", "1/2", "--out", "py"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let recording = pybench_data()
+        .join("trajectory.jsonl")
+        .display()
+        .to_string();
+    let data = pybench_data().display().to_string();
+    assay_ok(
+        dir.path(),
+        &[
+            "eval",
+            "pybench",
+            "--trajectories",
+            &recording,
+            "--data",
+            &data,
+            "--tasks",
+            "2,9,10,18",
+            "--shard",
+            "1/2",
+            "--out",
+            "py",
+        ],
+    );
     // Sorted by number: 2, 9, 10, 18; the second shard has 9 and 18.
     assert_eq!(
         sorted_task_ids(&dir.path().join("py/results.jsonl")),
@@ -319,23 +329,17 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
     let dir = tempfile::tempdir().unwrap();
     let tasks = "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/5";
     let run = |out: &str, extra: &[&str]| {
-        let out = assay_command(dir.path())
-            .args(["run", "bigcodebench", "--tasks", tasks, "--profile", "test"])
-            .args(["--jobs", "2", "--out", out])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let args = ["run", "bigcodebench", "--tasks", tasks, "--profile", "test"];
+        assay_ok(
+            dir.path(),
+            &[&args[..], &["--jobs", "2", "--out", out], extra].concat(),
+        );
     };
     run("whole", &[]);
     run("s0", &["--shard", "0/3"]);
     run("s1", &["--shard", "1/3"]);
     run("s2", &["--shard", "2/3"]);
-    let out = assay_command(dir.path())
-        .args(["merge", "s2", "s0", "s1", "--out", "merged"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    succeeded(merge(dir.path(), &["s2", "s0", "s1", "--out", "merged"]));
     let (whole, merged) = (dir.path().join("whole"), dir.path().join("merged"));
     assert_merge_is_the_single_run(&merged, &whole);
     // Every request of every shard (a single run journals them as they return, the merge in
@@ -362,29 +366,23 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
 
     // Answers alone, generated in shards, merge into the single generation's samples file.
     let generate = |out: &str, extra: &[&str]| {
-        let out = assay_command(dir.path())
-            .args([
-                "generate",
-                "bigcodebench",
-                "--model",
-                "reference",
-                "--tasks",
-                tasks,
-            ])
-            .args(["--out", out])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let args = [
+            "generate",
+            "bigcodebench",
+            "--model",
+            "reference",
+            "--tasks",
+            tasks,
+        ];
+        assay_ok(dir.path(), &[&args[..], &["--out", out], extra].concat());
     };
     generate("g-whole", &[]);
     generate("g0", &["--shard", "0/2"]);
     generate("g1", &["--shard", "1/2"]);
-    let out = assay_command(dir.path())
-        .args(["merge", "g1", "g0", "--out", "g-merged", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = succeeded(merge(
+        dir.path(),
+        &["g1", "g0", "--out", "g-merged", "--json"],
+    ));
     assert_eq!(text(&out.stdout).trim(), r#"{"samples":5}"#);
     let (g_whole, g_merged) = (dir.path().join("g-whole"), dir.path().join("g-merged"));
     assert_eq!(
@@ -401,23 +399,9 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
 #[test]
 fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
     let dir = tempfile::tempdir().unwrap();
-    let tasks = write_samples(dir.path());
+    let tasks = &write_samples(dir.path(), &[1, 2, 3, 4, 10]);
     let eval = |extra: &[&str]| {
-        let out = assay_command(dir.path())
-            .args([
-                "eval",
-                "bigcodebench",
-                "--samples",
-                "samples.jsonl",
-                "--tasks",
-                tasks,
-            ])
-            .args(["--profile", "test", "--jobs", "2"])
-            .args(extra)
-            .env_remove("ASSAY_SHARD_COUNT")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        assay_ok(dir.path(), &eval_args(tasks, extra));
     };
     eval(&["--out", "whole"]);
     eval(&["--shard", "0/3", "--out", "runs/e-shard-0-of-3"]);
@@ -467,7 +451,7 @@ fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
         let ran = shell(command);
         assert!(ran.status.success(), "{command}: {}", text(&ran.stderr));
     }
-    let out = merge(
+    succeeded(merge(
         dir.path(),
         &[
             "runs/e-shard-0-of-3",
@@ -476,8 +460,7 @@ fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
             "--out",
             "merged",
         ],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    ));
     assert_merge_is_the_single_run(&dir.path().join("merged"), &dir.path().join("whole"));
     let manifest = read_json(&dir.path().join("merged/manifest.json"));
     assert_eq!(manifest["command"]["args"][1], "merge");
@@ -491,29 +474,26 @@ fn merged_pybench_shards_are_the_single_run_with_its_files() {
         "replay:{}",
         pybench_data().join("trajectory.jsonl").display()
     );
+    let data = pybench_data().display().to_string();
     let run = |out: &str, extra: &[&str]| {
-        let out = assay_command(dir.path())
-            .args(["run", "pybench", "--model", &replay, "--data"])
-            .arg(pybench_data())
-            .args([
-                "--tasks",
-                "2,9,63,67,79,83,95,136",
-                "--jobs",
-                "2",
-                "--out",
-                out,
-            ])
-            .args(extra)
-            .env_remove("ASSAY_SHARD_COUNT")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let args = ["run", "pybench", "--model", &replay, "--data", &data];
+        let tasks = [
+            "--tasks",
+            "2,9,63,67,79,83,95,136",
+            "--jobs",
+            "2",
+            "--out",
+            out,
+        ];
+        assay_ok(dir.path(), &[&args[..], &tasks, extra].concat());
     };
     run("whole", &[]);
     run("p0", &["--shard", "0/2"]);
     run("p1", &["--shard", "1/2"]);
-    let out = merge(dir.path(), &["p1", "p0", "--out", "merged", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = succeeded(merge(
+        dir.path(),
+        &["p1", "p0", "--out", "merged", "--json"],
+    ));
     let (whole, merged) = (dir.path().join("whole"), dir.path().join("merged"));
 
     // The episodes, verdicts and figures of the single run, in its order.

@@ -19,9 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::{assay_command, assert_merge_is_the_single_run, cache_root, lines, read_json, text};
-use serde_json::{json, Value};
+use common::{
+    apt_install, assay_command, assert_merge_is_the_single_run, cache_root, find_program, lines,
+    read_json, run_bounded, text, without_cluster_vars, write_samples,
+};
+use serde_json::json;
 
 /// How long the node may take to register and become idle.
 const NODE_WAIT: Duration = Duration::from_secs(120);
@@ -34,59 +36,13 @@ const SHARDS: u32 = 3;
 /// The BigCodeBench tasks judged: quick ones the `test` environment can run.
 const TASKS: [u32; 6] = [1, 2, 3, 4, 5, 10];
 
-/// A program of the system (found as [`find`] finds it), started with the test's environment
-/// plus what each call adds: the daemons and the Slurm clients are started as a user starts
-/// them, not as assay's children.
+/// A program of the system (found as [`find_program`] finds it), started with the test's
+/// environment plus what each call adds: the daemons and the Slurm clients are started as a
+/// user starts them, not as assay's children.
 fn system(program: &str) -> Command {
-    let path = find(program).unwrap_or_else(|| program.into());
+    let path = find_program(program).unwrap_or_else(|| program.into());
     #[allow(clippy::disallowed_methods)]
     Command::new(path)
-}
-
-/// Runs `command` to its end within `limit`, its output gathered in files (so that nothing
-/// blocks on a full pipe); `None` when it did not end in time (it is killed then).
-fn run_bounded(command: &mut Command, limit: Duration) -> Option<Output> {
-    let (stdout, stderr) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(stdout.try_clone().unwrap())
-        .stderr(stderr.try_clone().unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let read = |mut file: File| {
-        use std::io::Seek;
-        let mut bytes = Vec::new();
-        file.rewind().unwrap();
-        file.read_to_end(&mut bytes).unwrap();
-        bytes
-    };
-    Some(Output {
-        status,
-        stdout: read(stdout),
-        stderr: read(stderr),
-    })
-}
-
-/// Where `program` is on `PATH` (the daemons live in `/usr/sbin`, which a user's `PATH` may
-/// lack, so that is searched too).
-fn find(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin".into(), "/usr/bin".into(), "/sbin".into()])
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
 }
 
 /// The programs the test needs, by name.
@@ -99,54 +55,6 @@ const PROGRAMS: [&str; 7] = [
     "scontrol",
     "sinfo",
 ];
-
-/// Debian's Slurm and MUNGE: found, else installed with apt-get (the package lists refreshed
-/// first when the install fails without them). Panics naming what is missing and why. Returns
-/// how long the install took, if one was needed.
-fn install_slurm() -> Option<Duration> {
-    let missing = || -> Vec<&str> {
-        PROGRAMS
-            .iter()
-            .copied()
-            .filter(|p| find(p).is_none())
-            .collect()
-    };
-    if missing().is_empty() {
-        return None;
-    }
-    let started = Instant::now();
-    let install = || {
-        run_bounded(
-            system("apt-get")
-                .args([
-                    "install",
-                    "-y",
-                    "--no-install-recommends",
-                    "slurm-wlm",
-                    "munge",
-                ])
-                .env("DEBIAN_FRONTEND", "noninteractive"),
-            Duration::from_secs(600),
-        )
-    };
-    let mut installed = install();
-    if installed.as_ref().is_none_or(|o| !o.status.success()) {
-        let _ = run_bounded(system("apt-get").arg("update"), Duration::from_secs(300));
-        installed = install();
-    }
-    let still = missing();
-    assert!(
-        still.is_empty(),
-        "the Slurm test needs a real Slurm, and {still:?} could not be had: not on PATH, and \
-         `apt-get install slurm-wlm munge` (as root) did not provide them: {}",
-        installed.map_or("apt-get did not finish in time".to_string(), |o| format!(
-            "{}{}",
-            text(&o.stdout),
-            text(&o.stderr)
-        ))
-    );
-    Some(started.elapsed())
-}
 
 /// A port free on loopback now (the cluster's ports are chosen anew each run, so that a
 /// cluster left by a killed run, or a real one, is never in the way).
@@ -440,19 +348,12 @@ impl Drop for Cluster {
 
 #[test]
 fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
-    let install = install_slurm();
+    let test_started = Instant::now();
+    // Debian's Slurm and MUNGE, installed when missing: a test that cannot have them fails.
+    let install = apt_install(&["slurm-wlm", "munge"], &PROGRAMS);
     let work = tempfile::tempdir().unwrap();
-    let data = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
-    let mut samples = Vec::new();
-    for n in TASKS {
-        let task = data.get(&format!("BigCodeBench/{n}")).unwrap();
-        let id = format!("BigCodeBench/{n}");
-        samples.push(json!({"task_id": id, "solution": task.reference_solution()}));
-        samples.push(json!({"task_id": id, "solution": format!("{}\n    return None\n", task.complete_prompt)}));
-    }
-    let rows: Vec<String> = samples.iter().map(Value::to_string).collect();
-    std::fs::write(work.path().join("samples.jsonl"), rows.join("\n") + "\n").unwrap();
-    let tasks = TASKS.map(|n| format!("BigCodeBench/{n}")).join(",");
+    let tasks = write_samples(work.path(), &TASKS);
+    let samples = 2 * TASKS.len();
 
     // The same tasks on this machine, in one run (which also fills the cache's reference
     // timings the shards' budgets come from, as a first run on a cluster's shared cache would).
@@ -460,7 +361,6 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
     let whole = assay_command(work.path())
         .args(["eval", "bigcodebench", "--samples", "samples.jsonl"])
         .args(["--tasks", &tasks, "--profile", "test", "--out", "whole"])
-        .env_remove("ASSAY_SHARD_COUNT")
         .output()
         .unwrap();
     assert!(whole.status.success(), "{}", text(&whole.stderr));
@@ -472,9 +372,11 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/slurm");
     let logs = cluster.dir.path().join("logs");
     // What every job of the recipe is given: the binary under test, the shared run root, the
-    // test's cache (its environments and reference timings) and the `test` environment.
+    // test's cache (its environments and reference timings) and the `test` environment; not a
+    // surrounding cluster job's variables, which `--export=ALL` would pass on (this cluster
+    // sets each array task's own, as the tasks' `(from SLURM_ARRAY_TASK_ID)` below shows).
     let recipe = |command: &mut Command| {
-        command
+        without_cluster_vars(command)
             .current_dir(work.path())
             .env("ASSAY_BIN", env!("CARGO_BIN_EXE_assay"))
             .env("ASSAY_RUNS", work.path().join("runs"))
@@ -482,8 +384,7 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
             .env("ASSAY_PROFILE", "test")
             .env("ASSAY_CACHE_DIR", cache_root())
             .env_remove("ASSAY_ISOLATION")
-            .env_remove("ASSAY_SHARD")
-            .env_remove("ASSAY_SHARD_COUNT");
+            .env_remove("ASSAY_SHARD");
     };
 
     let started = Instant::now();
@@ -553,11 +454,14 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
         let log = std::fs::read_to_string(logs.join(format!("array-{array_id}_{index}.out")))
             .unwrap_or_else(|e| cluster.fail(&format!("array task {index}'s output: {e}")));
         let said = format!("shard {index}/{SHARDS} on ");
+        // The script passes no --shard: assay reads the array's variables itself.
+        let resolved = format!("running shard {index}/{SHARDS} (from SLURM_ARRAY_TASK_ID)");
         let checked = log.find("isolation: Full");
         let ran = log.find(&said);
-        if ran.is_none() || checked.is_none() {
+        if ran.is_none() || checked.is_none() || !log.contains(&resolved) {
             cluster.fail(&format!(
-                "array task {index} did not say `{said}` and `isolation: Full`:\n{log}"
+                "array task {index} did not say `{said}`, `isolation: Full` and \
+                 `{resolved}`:\n{log}"
             ));
         }
         let shard = work
@@ -596,27 +500,30 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
     let record = cluster.job_records(&rerun_id);
     let log =
         std::fs::read_to_string(logs.join(format!("rerun-{rerun_id}.out"))).unwrap_or_default();
-    let per_shard = samples.len() / SHARDS as usize;
+    let per_shard = samples / SHARDS as usize;
     let resumed = format!("({per_shard} samples already evaluated)");
     if record.len() != 1
         || field(&record[0], "JobState") != "COMPLETED"
         || !log.contains(&format!("shard 1/{SHARDS} on "))
         || !log.contains(&resumed)
+        || log.contains("(from SLURM_ARRAY_TASK_ID)")
     {
         cluster.fail(&format!(
             "the rerun of shard 1 did not complete as a resumed run saying `{resumed}`"
         ));
     }
 
+    let test_seconds = test_started.elapsed().as_secs_f64();
     eprintln!(
         "slurm: {SHARDS} shards (sbatch --array=0-{}) over {} tasks ({} samples, {passed} pass): \
          array and merge ended {slurm_seconds:.1} s after submission; one-node cluster up in \
          {cluster_seconds:.1} s; the single run took {single_seconds:.1} s; the merge equals it \
          (eval_results.json verdicts, pass_at_k.json, samples.jsonl, per-sample statuses); \
-         shard 1 submitted again resumed, judging nothing twice; {}",
+         shard 1 submitted again resumed, judging nothing twice; the whole test took \
+         {test_seconds:.1} s; {}",
         SHARDS - 1,
         TASKS.len(),
-        samples.len(),
+        samples,
         match install {
             Some(took) => format!(
                 "apt-get installed slurm-wlm and munge in {:.1} s",

@@ -13,9 +13,8 @@ use std::process::Output;
 use std::time::Duration;
 
 use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::{assay_command, lines, text};
+use common::{assay_command, lines, read_json, text};
 use mock::{MockServer, Recorded, Reply};
-use serde_json::Value;
 
 /// The first `n` task ids of BigCodeBench-Hard, comma-separated.
 fn tasks(n: usize) -> String {
@@ -40,10 +39,6 @@ fn assay(command: &str, server: &MockServer, rest: &[&str], dir: &Path) -> Outpu
         args.extend_from_slice(&["--profile", "test", "--jobs", "2"]);
     }
     assay_command(dir).args(&args).output().expect("run assay")
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn most_in_flight<'a>(requests: impl IntoIterator<Item = &'a Recorded>) -> usize {

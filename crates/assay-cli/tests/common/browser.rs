@@ -14,43 +14,20 @@ use base64::Engine;
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
-use super::text;
+use super::{apt_install, find_program};
 
-/// Chromium's path: on `PATH`, else installed with apt-get.
+/// Chromium's path: on `PATH`, else installed with apt-get (within a time bound).
 pub fn chromium() -> PathBuf {
     let found = || {
-        ["chromium", "chromium-browser"].iter().find_map(|name| {
-            std::env::var_os("PATH").and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|dir| dir.join(name))
-                    .find(|p| p.is_file())
-            })
-        })
+        ["chromium", "chromium-browser"]
+            .into_iter()
+            .find_map(find_program)
     };
     if let Some(path) = found() {
         return path;
     }
-    let install = || {
-        #[allow(clippy::disallowed_methods)] // a system package manager, as a user runs it
-        Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "chromium"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-    };
-    let installed = install();
-    if installed.as_ref().map_or(true, |o| !o.status.success()) {
-        // The package lists may be missing on a fresh machine.
-        #[allow(clippy::disallowed_methods)]
-        let _ = Command::new("apt-get").arg("update").output();
-        let _ = install();
-    }
-    found().unwrap_or_else(|| {
-        panic!(
-            "no chromium: not on PATH, and `apt-get install chromium` did not provide it ({:?}); \
-             install Debian's chromium to run the browser tests",
-            installed.map(|o| text(&o.stderr))
-        )
-    })
+    apt_install(&["chromium"], &["chromium"]);
+    found().expect("chromium, installed")
 }
 
 /// The flags every headless run needs here (no GPU, no sandbox as root, small /dev/shm).

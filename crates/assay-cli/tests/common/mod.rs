@@ -13,13 +13,19 @@
 
 pub mod browser;
 
+use std::fs::File;
+use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use assay_pyenv::{Environment, Interpreter, Profile, SilentObserver};
+use assay_tasks::bigcodebench::{Dataset, Subset};
+use serde_json::{json, Value};
 
-/// `assay`, to be run in `dir` with this test process's cache root.
+/// `assay`, to be run in `dir` with this test process's cache root, and without the variables
+/// a surrounding cluster job sets ([`CLUSTER_VARS`]): a test that wants one sets it after.
 pub fn assay_command(dir: &Path) -> Command {
     // Started as a user starts it, with the test's environment (assay's own children are what
     // `child_env` governs).
@@ -28,6 +34,28 @@ pub fn assay_command(dir: &Path) -> Command {
     command
         .current_dir(dir)
         .env("ASSAY_CACHE_DIR", cache_root());
+    without_cluster_vars(&mut command);
+    command
+}
+
+/// What assay takes its shard from when `--shard` is not given: a Slurm array task's
+/// variables, a Kubernetes Indexed Job's index, and the shard count. Tests run inside such a
+/// job (CI on a cluster) would otherwise run every `assay` as one shard of it.
+pub const CLUSTER_VARS: [&str; 7] = [
+    "ASSAY_SHARD_COUNT",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_STEP",
+    "JOB_COMPLETION_INDEX",
+];
+
+/// `command` without [`CLUSTER_VARS`] (an `.env(...)` after this still sets one).
+pub fn without_cluster_vars(command: &mut Command) -> &mut Command {
+    for var in CLUSTER_VARS {
+        command.env_remove(var);
+    }
     command
 }
 
@@ -151,4 +179,122 @@ pub fn official_results(checkpoint: &str) -> PathBuf {
         .join(format!(
             "{checkpoint}--main--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated_eval_results.json"
         ))
+}
+
+/// `samples.jsonl` in `dir`: for each BigCodeBench task numbered in `tasks`, its reference
+/// solution and a wrong answer (its prompt, returning `None`). The task ids, as `--tasks` takes
+/// them.
+pub fn write_samples(dir: &Path, tasks: &[u32]) -> String {
+    let data = Dataset::embedded("v0.1.4", Subset::Full).unwrap();
+    let mut samples = Vec::new();
+    for n in tasks {
+        let id = format!("BigCodeBench/{n}");
+        let task = data.get(&id).unwrap();
+        samples.push(json!({"task_id": id, "solution": task.reference_solution()}));
+        samples.push(json!({"task_id": id, "solution": format!("{}\n    return None\n", task.complete_prompt)}));
+    }
+    let rows: Vec<String> = samples.iter().map(Value::to_string).collect();
+    std::fs::write(dir.join("samples.jsonl"), rows.join("\n") + "\n").unwrap();
+    tasks
+        .iter()
+        .map(|n| format!("BigCodeBench/{n}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Runs `command` to its end within `limit`, its output gathered in files (so that nothing
+/// blocks on a full pipe); `None` when it did not end in time (it is killed then).
+pub fn run_bounded(command: &mut Command, limit: Duration) -> Option<Output> {
+    let (stdout, stderr) = (tempfile::tempfile().unwrap(), tempfile::tempfile().unwrap());
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(stdout.try_clone().unwrap())
+        .stderr(stderr.try_clone().unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {command:?}: {e}"));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let read = |mut file: File| {
+        let mut bytes = Vec::new();
+        file.rewind().unwrap();
+        file.read_to_end(&mut bytes).unwrap();
+        bytes
+    };
+    Some(Output {
+        status,
+        stdout: read(stdout),
+        stderr: read(stderr),
+    })
+}
+
+/// Where `program` is on `PATH` (daemons live in `/usr/sbin`, which a user's `PATH` may lack,
+/// so that is searched too, with `/usr/bin` and `/sbin`).
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/usr/bin".into(), "/sbin".into()])
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+/// How long `apt-get install` may take.
+const APT_INSTALL_WAIT: Duration = Duration::from_secs(600);
+/// How long `apt-get update` may take.
+const APT_UPDATE_WAIT: Duration = Duration::from_secs(300);
+
+/// Makes sure every one of `programs` is there ([`find_program`]): when one is not, installs
+/// Debian's `packages` with apt-get (as root, as CI runs), the package lists refreshed first
+/// when the install fails without them, each step bounded in time. Panics naming what is
+/// still missing and what apt-get said. How long the install took, if one was needed.
+pub fn apt_install(packages: &[&str], programs: &[&str]) -> Option<Duration> {
+    let missing = || -> Vec<&str> {
+        programs
+            .iter()
+            .copied()
+            .filter(|p| find_program(p).is_none())
+            .collect()
+    };
+    if missing().is_empty() {
+        return None;
+    }
+    let started = Instant::now();
+    // A system package manager, run as a user runs it.
+    #[allow(clippy::disallowed_methods)]
+    let apt_get = || Command::new(find_program("apt-get").unwrap_or_else(|| "apt-get".into()));
+    let install = || {
+        run_bounded(
+            apt_get()
+                .args(["install", "-y", "--no-install-recommends"])
+                .args(packages)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+            APT_INSTALL_WAIT,
+        )
+    };
+    let mut installed = install();
+    if installed.as_ref().is_none_or(|o| !o.status.success()) {
+        let _ = run_bounded(apt_get().arg("update"), APT_UPDATE_WAIT);
+        installed = install();
+    }
+    let still = missing();
+    assert!(
+        still.is_empty(),
+        "{still:?} could not be had: not on PATH, and `apt-get install {}` (as root) did not \
+         provide them: {}",
+        packages.join(" "),
+        installed.map_or(
+            format!("apt-get did not finish within {APT_INSTALL_WAIT:?}"),
+            |o| format!("{}{}", text(&o.stdout), text(&o.stderr))
+        )
+    );
+    Some(started.elapsed())
 }
