@@ -357,7 +357,7 @@ impl Inner {
             .run(&label, observer, || async {
                 let mut place = self.gate.enter().await;
                 let charge = self.pacer.admit(call.tokens).await;
-                place.send();
+                place.send().await;
                 let answer = self
                     .transport
                     .post(&url, &self.headers, bytes.clone(), env_var, secret)
