@@ -175,7 +175,13 @@ impl Gate {
         }
         state.successes = 0;
         state.limit += 1;
-        self.places.add_permits(1);
+        // While places taken before a cut are still held beyond it, the new place is one of
+        // them: withholding one less lets nobody else in before in flight is under the limit.
+        if state.debt > 0 {
+            state.debt -= 1;
+        } else {
+            self.places.add_permits(1);
+        }
     }
 
     /// Requests in flight now, and the limit now.
@@ -280,6 +286,26 @@ mod tests {
         // Two successes at 2, three at 3, then the configured 4 and no further.
         assert_eq!(limits, [2, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4]);
         assert_eq!(free(&gate), 4);
+    }
+
+    #[tokio::test]
+    async fn a_raise_while_places_are_withheld_lets_nobody_else_in() {
+        let gate = gate(2);
+        let first = sent(&gate).await;
+        // Its place taken, the second waits for its per-minute slot while the first is refused.
+        let mut second = gate.enter().await;
+        gate.overloaded(&first, None);
+        assert_eq!((gate.load(), free(&gate)), ((1, 1), 0));
+        second.send().await;
+        assert_eq!((gate.load(), free(&gate)), ((2, 1), 0));
+        // Sent after the cut, its answer raises the limit back to 2: both are in flight, so
+        // there is still no free place.
+        gate.succeeded(&second);
+        assert_eq!((gate.load(), free(&gate)), ((2, 2), 0));
+        drop(first);
+        assert_eq!((gate.load(), free(&gate)), ((1, 2), 1));
+        drop(second);
+        assert_eq!((gate.load(), free(&gate)), ((0, 2), 2));
     }
 
     #[tokio::test(start_paused = true)]
