@@ -8,6 +8,7 @@ use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::time::Duration;
 
 use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits, Prompt, Request};
+use assay_records::RunEvent;
 use mock::{MockServer, Recorded, Reply};
 use tokio::task::JoinSet;
 
@@ -87,9 +88,16 @@ async fn concurrency_falls_on_429s_and_recovers() {
     // Once the server's wait is over: never the full eight again while it refuses.
     assert!(!later.is_empty());
     assert!(most_in_flight(&later) <= 4, "{:?}", in_flight(&later));
-    let lowered = client.load();
-    assert!(lowered.limit < 8, "{lowered:?}");
-    assert_eq!(lowered.in_flight, 0);
+    let lowered = client.in_flight();
+    let RunEvent::InFlight {
+        requests,
+        load: Some(load),
+    } = &lowered
+    else {
+        panic!("{lowered:?}")
+    };
+    assert!(load.limit < 8, "{lowered:?}");
+    assert_eq!(*requests, 0);
 
     // The server copes again: the limit climbs back to eight, and eight go at once.
     server.unlimit();
