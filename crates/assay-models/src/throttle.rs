@@ -87,7 +87,10 @@ impl Pacer {
             }
             (at, charged)
         };
-        tokio::time::sleep_until(at).await;
+        // Without a budget (or behind none) the slot is now: no timer to register.
+        if at > Instant::now() {
+            tokio::time::sleep_until(at).await;
+        }
         self.state().sent.record(Instant::now());
         Charge { charged }
     }
