@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::{assay_command, lines, pybench_data, pybench_env, text};
 use mock::{MockServer, Reply, Route};
@@ -252,7 +253,7 @@ fn sleepy_replay(dir: &Path, tasks: &[&str]) -> std::path::PathBuf {
 
 #[test]
 fn a_run_killed_mid_way_resumes_and_ends_as_one_run_would() {
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
     let dir = tempfile::tempdir().unwrap();
     let tasks = ["2", "3", "4", "5", "7"];
     let replay = format!("replay:{}", sleepy_replay(dir.path(), &tasks).display());
@@ -518,4 +519,18 @@ fn the_agents_tokens_are_priced_and_its_requests_paced() {
         read("manifest.json")["model_access"]["prices"]["prompt_usd_per_million"],
         0.0
     );
+
+    // Three episodes at once under --rpm 60: their requests reach the server a second apart.
+    let paced = dir.path().join("paced");
+    let done = run_mock(&server, "3,7,67", &paced, &["--rpm", "60"], dir.path());
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let received: Vec<_> = server.requests_to(Route::Chat)[1..]
+        .iter()
+        .map(|r| r.received)
+        .collect();
+    assert_eq!(received.len(), 3);
+    for pair in received.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_millis(900), "{gap:?} apart");
+    }
 }

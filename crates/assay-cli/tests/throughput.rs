@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use assay_tasks::bigcodebench::{Dataset, Subset};
 use common::{assay_command, lines, read_json, text};
-use mock::{MockServer, Recorded, Reply};
+use mock::{most_in_flight, most_within, MockServer, Recorded, Reply};
 
 /// The first `n` task ids of BigCodeBench-Hard, comma-separated.
 fn tasks(n: usize) -> String {
@@ -39,10 +39,6 @@ fn assay(command: &str, server: &MockServer, rest: &[&str], dir: &Path) -> Outpu
         args.extend_from_slice(&["--profile", "test", "--jobs", "2"]);
     }
     assay_command(dir).args(&args).output().expect("run assay")
-}
-
-fn most_in_flight<'a>(requests: impl IntoIterator<Item = &'a Recorded>) -> usize {
-    requests.into_iter().map(|r| r.in_flight).max().unwrap_or(0)
 }
 
 #[test]
@@ -114,13 +110,8 @@ fn rpm_holds_the_rate_the_server_sees() {
     let span = received[7] - received[0];
     assert!(span >= Duration::from_millis(1700), "{span:?}");
     // No second holds more than its four (one more for a send the machine delayed).
-    for (i, start) in received.iter().enumerate() {
-        let within = received[i..]
-            .iter()
-            .take_while(|&&t| t - *start < Duration::from_secs(1))
-            .count();
-        assert!(within <= 5, "{within} requests within a second");
-    }
+    let within = most_within(&received, Duration::from_secs(1));
+    assert!(within <= 5, "{within} requests within a second");
     let access = &read_json(&dir.path().join("gen/manifest.json"))["model_access"];
     assert_eq!(access["requests_per_minute"], 240);
     assert_eq!(access["tokens_per_minute"], 1_000_000);

@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use assay_models::{hit_token_limit, Client, Prompt, Request, RequestError, Response};
+use assay_models::{hit_token_limit, Client, LoadReports, Prompt, Request, RequestError, Response};
 use assay_records::{
     GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Listener, Prices,
     RunEvent, TokenUsage, Unanswered,
@@ -22,9 +22,6 @@ use crate::prompt;
 /// The generation log in a run directory: one record per answered (or failed) request.
 pub const GENERATION: &str = "generation.jsonl";
 
-/// How often the model's load is reported while requests run (the progress line's rate).
-const LOAD_EVERY: Duration = Duration::from_secs(1);
-
 /// Who answers.
 #[derive(Clone)]
 pub enum Model {
@@ -38,14 +35,22 @@ pub enum Model {
 }
 
 impl Model {
+    /// The model API's client; none for the reference solutions.
+    fn client(&self) -> Option<&Client> {
+        match self {
+            Model::Reference => None,
+            Model::Chat(client) | Model::Completion(client) => Some(client),
+        }
+    }
+
     /// The requests in flight now (`running` tasks when no API is called), and the API's load.
     fn in_flight(&self, running: usize) -> RunEvent {
-        match self {
-            Model::Reference => RunEvent::InFlight {
+        match self.client() {
+            None => RunEvent::InFlight {
                 requests: running,
                 load: None,
             },
-            Model::Chat(client) | Model::Completion(client) => client.load().into(),
+            Some(client) => client.in_flight(),
         }
     }
 }
@@ -189,8 +194,8 @@ impl Generation<'_> {
         let mut running = JoinSet::new();
         let mut failures: BTreeMap<String, Unanswered> = BTreeMap::new();
         let mut stop = None;
-        let mut report = tokio::time::interval(LOAD_EVERY);
-        report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // None for the reference solutions: their count changes only as tasks end.
+        let mut reports = LoadReports::new(self.model.client());
         loop {
             while stop.is_none() && running.len() < self.concurrency.max(1) {
                 let Some((task, need)) = work.pop_front() else {
@@ -211,7 +216,7 @@ impl Generation<'_> {
                 None => tokio::select! {
                     joined = running.join_next() => joined,
                     // The rate and the limit change while nothing ends: said again above.
-                    _ = report.tick() => continue,
+                    _ = reports.next() => continue,
                 },
                 Some(_) => running.try_join_next(),
             };

@@ -2,7 +2,7 @@
 //! limits, and retries them.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use assay_records::{ModelLoad, RunEvent};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
@@ -52,30 +52,36 @@ struct Inner {
     pacer: Pacer,
 }
 
-/// How hard a client presses its provider now, for progress displays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Load {
-    /// HTTP requests sent and not yet answered (a request waiting to retry is not).
-    pub in_flight: usize,
-    /// Requests allowed in flight now: below `concurrency` while the server is overloaded.
-    pub limit: usize,
-    /// Requests allowed in flight at most, as configured.
-    pub concurrency: usize,
-    /// HTTP requests sent in the last minute, retries included (before a minute has passed,
-    /// the rate so far).
-    pub per_minute: u32,
+/// How often a run reports its model's load while requests run (the progress line's rate).
+pub const LOAD_EVERY: Duration = Duration::from_secs(1);
+
+/// When a run reports its model's load: every [`LOAD_EVERY`] while it calls a model API,
+/// never without one (the reference solutions, recorded episodes).
+pub struct LoadReports {
+    due: Option<(Client, tokio::time::Interval)>,
 }
 
-impl From<Load> for RunEvent {
-    /// The `in-flight` event that reports it.
-    fn from(load: Load) -> RunEvent {
-        RunEvent::InFlight {
-            requests: load.in_flight,
-            load: Some(ModelLoad {
-                per_minute: load.per_minute,
-                limit: load.limit,
-                concurrency: load.concurrency,
+impl LoadReports {
+    /// Reports for `client`'s load, if the run has one; the first is due at once.
+    pub fn new(client: Option<&Client>) -> LoadReports {
+        LoadReports {
+            due: client.map(|client| {
+                let mut every = tokio::time::interval(LOAD_EVERY);
+                every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                (client.clone(), every)
             }),
+        }
+    }
+
+    /// Waits for the next report due, and gives its `in-flight` event; never ends without a
+    /// client (for a `select!` beside the run's work).
+    pub async fn next(&mut self) -> RunEvent {
+        match &mut self.due {
+            Some((client, every)) => {
+                every.tick().await;
+                client.in_flight()
+            }
+            None => std::future::pending().await,
         }
     }
 }
@@ -215,14 +221,28 @@ impl Client {
     }
 
     /// How hard the client presses its provider now, over all its clones.
-    pub fn load(&self) -> Load {
+    pub fn load(&self) -> ModelLoad {
+        self.load_and_requests().0
+    }
+
+    /// The `in-flight` event for progress displays: HTTP requests sent and not yet answered
+    /// (a request waiting to retry or for its per-minute slot is not), and the load.
+    pub fn in_flight(&self) -> RunEvent {
+        let (load, requests) = self.load_and_requests();
+        RunEvent::InFlight {
+            requests,
+            load: Some(load),
+        }
+    }
+
+    fn load_and_requests(&self) -> (ModelLoad, usize) {
         let (in_flight, limit) = self.inner.gate.load();
-        Load {
-            in_flight,
+        let load = ModelLoad {
+            per_minute: self.inner.pacer.per_minute(),
             limit,
             concurrency: self.inner.gate.concurrency(),
-            per_minute: self.inner.pacer.per_minute(),
-        }
+        };
+        (load, in_flight)
     }
 
     /// How many answers one request can return: any number through OpenAI's `n`, one from
@@ -357,7 +377,7 @@ impl Inner {
             .run(&label, observer, || async {
                 let mut place = self.gate.enter().await;
                 let charge = self.pacer.admit(call.tokens).await;
-                place.send();
+                place.send().await;
                 let answer = self
                     .transport
                     .post(&url, &self.headers, bytes.clone(), env_var, secret)
@@ -396,7 +416,6 @@ impl Inner {
 mod tests {
     use super::*;
     use crate::config::{Backoff, Limits};
-    use std::time::Duration;
 
     fn client(spec: &str, base: Option<&str>) -> Client {
         Client::new(ClientConfig {

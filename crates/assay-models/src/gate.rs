@@ -11,11 +11,15 @@
 //! A place is held for one attempt, from its wait for the per-minute budgets to the answer
 //! (in flight from the moment it is sent): a request waiting to retry holds none, and its
 //! retry queues again under the limit of that moment. When the server
-//! says how long to wait (`Retry-After`), nobody sends before then: its limits are the
-//! account's, not the one request's, so a throttled run probes it once per wait instead of
-//! hammering it. The limit never goes below one, every place is given back when its attempt
-//! ends (even when its future is dropped), and a pause never outlasts the server's capped
-//! hint after the last refusal, so the gate cannot stall a run.
+//! says how long to wait (`Retry-After`), nothing is sent before then, not even a request
+//! that was already past the gate and waiting for its per-minute slot: the server's limits are
+//! the account's, not the one request's. When the pause ends the requests holding places go
+//! together (as many as the limit, or, right after a cut, as many as the places taken before it
+//! that have not come back yet), so a throttled run sends one round per wait instead of
+//! hammering the server with every queued request. The limit never goes below one, every
+//! place is given back when its attempt ends (even when its future is dropped), and a pause
+//! never outlasts the server's capped hint after the last refusal, so the gate cannot stall a
+//! run.
 
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
@@ -62,8 +66,10 @@ pub(crate) struct Place<'a> {
 
 impl Place<'_> {
     /// The request goes now (after the per-minute budgets' wait, which holds the place but
-    /// sends nothing).
-    pub(crate) fn send(&mut self) {
+    /// sends nothing), or, if the server asked for a pause meanwhile, once it is over: a
+    /// request queued for its slot must not be sent into a pause set while it waited.
+    pub(crate) async fn send(&mut self) {
+        self.gate.paused().await;
         let mut state = self.gate.state();
         state.held += 1;
         self.epoch = state.epoch;
@@ -111,8 +117,14 @@ impl Gate {
             epoch: 0,
             sent: false,
         };
-        // Bounded: a later pause needs a refusal, which needs a request sent after this one's
-        // pause ended.
+        self.paused().await;
+        place
+    }
+
+    /// Waits for the end of any pause the server asked for, extended or not while waiting.
+    /// Bounded: a later pause needs a refusal, which needs a request sent after this one's
+    /// pause ended.
+    async fn paused(&self) {
         loop {
             let resume_at = self.state().resume_at;
             match resume_at.filter(|&at| at > Instant::now()) {
@@ -120,7 +132,6 @@ impl Gate {
                 None => break,
             }
         }
-        place
     }
 
     /// The server said it is overloaded to a request holding `place`: halves the limit, once
@@ -164,7 +175,13 @@ impl Gate {
         }
         state.successes = 0;
         state.limit += 1;
-        self.places.add_permits(1);
+        // While places taken before a cut are still held beyond it, the new place is one of
+        // them: withholding one less lets nobody else in before in flight is under the limit.
+        if state.debt > 0 {
+            state.debt -= 1;
+        } else {
+            self.places.add_permits(1);
+        }
     }
 
     /// Requests in flight now, and the limit now.
@@ -244,7 +261,7 @@ mod tests {
         let mut place = gate.enter().await;
         assert_eq!(gate.load(), (0, 1), "not in flight before it is sent");
         assert!(gate.places.try_acquire().is_err(), "one at a time");
-        place.send();
+        place.send().await;
         assert_eq!(gate.load(), (1, 1));
         drop(place);
         assert_eq!(gate.load(), (0, 1));
@@ -271,6 +288,26 @@ mod tests {
         assert_eq!(free(&gate), 4);
     }
 
+    #[tokio::test]
+    async fn a_raise_while_places_are_withheld_lets_nobody_else_in() {
+        let gate = gate(2);
+        let first = sent(&gate).await;
+        // Its place taken, the second waits for its per-minute slot while the first is refused.
+        let mut second = gate.enter().await;
+        gate.overloaded(&first, None);
+        assert_eq!((gate.load(), free(&gate)), ((1, 1), 0));
+        second.send().await;
+        assert_eq!((gate.load(), free(&gate)), ((2, 1), 0));
+        // Sent after the cut, its answer raises the limit back to 2: both are in flight, so
+        // there is still no free place.
+        gate.succeeded(&second);
+        assert_eq!((gate.load(), free(&gate)), ((2, 2), 0));
+        drop(first);
+        assert_eq!((gate.load(), free(&gate)), ((1, 2), 1));
+        drop(second);
+        assert_eq!((gate.load(), free(&gate)), ((0, 2), 2));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn nobody_sends_before_the_servers_wait_is_over() {
         let gate = gate(8);
@@ -290,10 +327,48 @@ mod tests {
         drop((a, b));
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn a_request_waiting_for_its_slot_is_not_sent_during_a_pause() {
+        use crate::throttle::Pacer;
+        use std::num::NonZeroU32;
+
+        // One a second, as `Inner::call` takes them: a place, a slot, then the send.
+        let gate = gate(8);
+        let pacer = Pacer::new(NonZeroU32::new(60), None);
+        let start = Instant::now();
+        let mut first = gate.enter().await;
+        let charge = pacer.admit(0).await;
+        first.send().await;
+        pacer.settle(charge, 0);
+        let queued = async {
+            let mut place = gate.enter().await;
+            // Its slot is at 1 s.
+            let charge = pacer.admit(0).await;
+            place.send().await;
+            pacer.settle(charge, 0);
+            (start.elapsed(), place)
+        };
+        let refusal = async {
+            // The first is refused once the second holds its slot, and the server asks for 5 s.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert_eq!(gate.load(), (1, 8), "the second is queued, not sent");
+            gate.overloaded(&first, Some(Duration::from_secs(5)));
+        };
+        let ((sent_at, second), ()) = tokio::join!(queued, refusal);
+        assert_eq!(
+            sent_at,
+            Duration::from_millis(5100),
+            "not at its slot (1 s)"
+        );
+        drop(first);
+        assert_eq!(gate.load(), (1, 4));
+        drop(second);
+    }
+
     /// A place, its request sent.
     async fn sent(gate: &Gate) -> Place<'_> {
         let mut place = gate.enter().await;
-        place.send();
+        place.send().await;
         place
     }
 

@@ -36,7 +36,7 @@ mod spec;
 mod status;
 mod throttle;
 
-pub use client::{Client, Load};
+pub use client::{Client, LoadReports, LOAD_EVERY};
 pub use config::{ApiKey, Backoff, ClientConfig, Limits};
 pub use error::{ConfigError, RequestError};
 pub use request::{Conversation, Prompt, Request, Tool, ToolCall, Turn};

@@ -49,7 +49,8 @@ struct Schedule {
 /// What an admitted request was charged, to be settled when its answer comes.
 #[must_use = "settle the charge once the usage is known"]
 pub(crate) struct Charge {
-    tokens: u64,
+    /// The time the request was charged for its estimate (none without a token budget).
+    charged: Option<Duration>,
 }
 
 impl Pacer {
@@ -74,36 +75,45 @@ impl Pacer {
 
     /// Waits until the budgets allow one more request, estimated at `tokens`, and charges it.
     pub(crate) async fn admit(&self, tokens: u64) -> Charge {
-        let at = {
+        let (at, charged) = {
             let mut state = self.state();
             let at = Instant::now().max(state.next_request).max(state.next_token);
             if let Some(gap) = self.request_gap {
                 state.next_request = at + gap;
             }
-            if let Some(share) = self.share(tokens) {
+            let charged = self.share(tokens);
+            if let Some(share) = charged {
                 state.next_token = at + share;
             }
-            at
+            (at, charged)
         };
-        tokio::time::sleep_until(at).await;
+        // Without a budget (or behind none) the slot is now: no timer to register.
+        if at > Instant::now() {
+            tokio::time::sleep_until(at).await;
+        }
         self.state().sent.record(Instant::now());
-        Charge { tokens }
+        Charge { charged }
     }
 
     /// Corrects a request's charge by the tokens it `used` (0 for an attempt that failed: the
     /// provider generated nothing).
     pub(crate) fn settle(&self, charge: Charge, used: u64) {
+        // The difference of the times, not the time of the difference: each is capped at the
+        // minute, so an estimate beyond the budget that used much less still pays for what it
+        // used (and one that used more pays no more than the minute).
+        let (Some(charged), Some(cost)) = (charge.charged, self.share(used)) else {
+            return;
+        };
         let mut state = self.state();
-        if used < charge.tokens {
-            if let Some(back) = self.share(charge.tokens - used) {
-                // Back in the past is fine: `admit` never sends before now.
-                state.next_token = state
-                    .next_token
-                    .checked_sub(back)
-                    .unwrap_or(state.next_token);
-            }
-        } else if let Some(more) = self.share(used - charge.tokens) {
-            state.next_token = state.next_token.max(Instant::now()) + more;
+        if cost < charged {
+            // Back in the past is fine: `admit` never sends before now.
+            let back = charged - cost;
+            state.next_token = state
+                .next_token
+                .checked_sub(back)
+                .unwrap_or(state.next_token);
+        } else {
+            state.next_token = state.next_token.max(Instant::now()) + (cost - charged);
         }
     }
 
@@ -266,6 +276,23 @@ mod tests {
         let next = pacer.admit(1).await;
         assert_eq!(since(start), 60.0);
         pacer.settle(next, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_estimate_beyond_the_budget_is_settled_by_what_was_used() {
+        // 30,000 a minute: 500 a second. 41,000 estimated is charged the whole minute.
+        let pacer = pacer(0, 30_000);
+        let start = Instant::now();
+        let first = pacer.admit(41_000).await;
+        // It used 10,000: 20 s of the minute, not nothing.
+        pacer.settle(first, 10_000);
+        let second = pacer.admit(10_000).await;
+        assert_eq!(since(start), 20.0);
+        // Charged 20 s, it used 41,000: the minute at most, 40 s more, not another minute.
+        pacer.settle(second, 41_000);
+        let third = pacer.admit(0).await;
+        assert_eq!(since(start), 80.0);
+        pacer.settle(third, 0);
     }
 
     #[tokio::test(start_paused = true)]

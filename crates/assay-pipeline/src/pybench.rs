@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use assay_agent::pybench::checks::{self, Judge, Mode, Outputs};
 use assay_agent::pybench::model::{ChatAgent, RequestLog};
@@ -15,7 +15,9 @@ use assay_agent::pybench::summary::summarize;
 use assay_agent::pybench::{
     run_episode, Episode, EpisodeSettings, Protocol, Replier, Reply, ReplyError, Transcript,
 };
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits as ModelLimits, ModelSpec};
+use assay_models::{
+    ApiKey, Backoff, Client, ClientConfig, Limits as ModelLimits, LoadReports, ModelSpec,
+};
 use assay_pyenv::Environment;
 use assay_records::{
     CheckVerdict, EpisodeEnd, EpisodeRecord, GenerationRecord, Identity, Kind, Listener, Manifest,
@@ -42,8 +44,6 @@ pub const FIGURES_DIR: &str = "figures";
 /// Episodes at once (upstream runs 16); their cells share the engine's CPU slots, and their
 /// requests the model's (fewer while the server is overloaded).
 const EPISODES_AT_ONCE: NonZeroUsize = NonZeroUsize::new(16).expect("16 is not 0");
-/// How often the model's load is reported while episodes run (the progress line's rate).
-const LOAD_EVERY: Duration = Duration::from_secs(1);
 /// What an episode's output files may hold in all before the rest is kept cut.
 const OUTPUT_BYTES: u64 = 1 << 30;
 /// What a cell may print before the rest is only counted.
@@ -528,19 +528,16 @@ pub async fn pybench(
         running.push(context.task(task, Item::Rejudge(Box::new((old, trajectory)))));
     }
     let client = match &model {
-        Some(Model::Chat(client)) => Some(client.clone()),
+        Some(Model::Chat(client)) => Some(client),
         _ => None,
     };
-    let mut report = tokio::time::interval(LOAD_EVERY);
-    report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut reports = LoadReports::new(client);
     let mut unfinished = 0;
     loop {
         let next = tokio::select! {
             next = running.next() => next,
-            _ = report.tick(), if client.is_some() => {
-                if let Some(client) = &client {
-                    listener.on_event(&client.load().into());
-                }
+            event = reports.next() => {
+                listener.on_event(&event);
                 continue;
             }
         };

@@ -203,6 +203,24 @@ impl Recorded {
     }
 }
 
+/// The most requests the server was answering when any of `requests` arrived.
+pub fn most_in_flight<'a>(requests: impl IntoIterator<Item = &'a Recorded>) -> usize {
+    requests.into_iter().map(|r| r.in_flight).max().unwrap_or(0)
+}
+
+/// The most of `received` (in arrival order) within any span shorter than `window`.
+pub fn most_within(received: &[Instant], window: Duration) -> usize {
+    (0..received.len())
+        .map(|i| {
+            received[i..]
+                .iter()
+                .take_while(|&&t| t - received[i] < window)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 #[derive(Default)]
