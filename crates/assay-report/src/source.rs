@@ -48,6 +48,15 @@ pub struct TaskResult {
     pub infra: u64,
 }
 
+impl TaskResult {
+    /// Whether the task counts as passed: at least half its judged samples pass (with one
+    /// sample: when it passes). Counted in whole samples, so an exact half (3 of 6) passes,
+    /// which pass@1 in floating point (0.4999999999999999) would not say.
+    pub fn passes(&self) -> bool {
+        self.samples > 0 && 2 * self.passed >= self.samples
+    }
+}
+
 /// A sample that did not pass, as a report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {

@@ -179,14 +179,13 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
             base.first_samples().map_err(failed)?,
             run.first_samples().map_err(failed)?,
         );
-        let passes = |t: &assay_report::TaskResult| t.samples > 0 && 2 * t.passed >= t.samples;
         let ids: BTreeSet<&String> = base_run.tasks.keys().chain(run_run.tasks.keys()).collect();
         let mut tasks: Vec<Value> = ids
             .into_iter()
             .map(|id| {
                 let (b, r) = (base_run.tasks.get(id), run_run.tasks.get(id));
                 let change = match (b.filter(|t| t.samples > 0), r.filter(|t| t.samples > 0)) {
-                    (Some(b), Some(r)) => match (passes(b), passes(r)) {
+                    (Some(b), Some(r)) => match (b.passes(), r.passes()) {
                         (false, true) => "won",
                         (true, false) => "lost",
                         (true, true) => "both pass",
