@@ -450,18 +450,21 @@ fn the_viewer_follows_a_run_in_progress() {
     // figures come to the two whole records (within the seconds a changing run's figures
     // are kept), never an error.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    let runs = loop {
         let runs = server.json("/api/runs");
         assert_eq!(runs[0]["error"], Value::Null, "{runs}");
         if runs[0]["figures"]["judged"] == 2 {
-            break;
+            break runs;
         }
         assert!(std::time::Instant::now() < deadline, "{runs}");
         std::thread::sleep(Duration::from_millis(250));
-    }
+    };
     let diff = server.json("/api/diff?base=0&run=0");
     assert_eq!(diff["comparison"]["shared_tasks"], 2, "{diff}");
     assert_eq!(diff["tasks"].as_array().unwrap().len(), 2, "{diff}");
+    // The diff shows the figures the runs list shows (the ones cached with the run).
+    assert_eq!(diff["base"], runs[0]["figures"], "{diff}");
+    assert_eq!(diff["run"], runs[0]["figures"], "{diff}");
     write!(journal, "{}\n{}\n", &records[2][20..], records[3]).unwrap();
     browser.wait_for("document.body.innerText.includes('4 of 4 samples')");
     // The run ends: its summary is written and the journal rewritten whole.

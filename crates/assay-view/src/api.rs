@@ -170,15 +170,13 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
     blocking(move || {
         let base = viewer.run(q.base).ok_or_else(|| no_run(q.base))?;
         let run = viewer.run(q.run).ok_or_else(|| no_run(q.run))?;
-        let (base_run, run_run) = (
-            base.loaded().map_err(failed)?,
-            run.loaded().map_err(failed)?,
+        let (base, run) = (
+            base.compared().map_err(failed)?,
+            run.compared().map_err(failed)?,
         );
-        let comparison = assay_report::compare(&base_run, &run_run);
-        let (base_first, run_first) = (
-            base.first_samples().map_err(failed)?,
-            run.first_samples().map_err(failed)?,
-        );
+        let (base_run, run_run) = (&base.run, &run.run);
+        let comparison = assay_report::compare(base_run, run_run);
+        let (base_first, run_first) = (&base.first_samples, &run.first_samples);
         let ids: BTreeSet<&String> = base_run.tasks.keys().chain(run_run.tasks.keys()).collect();
         let mut tasks: Vec<Value> = ids
             .into_iter()
@@ -212,8 +210,8 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
                 .unwrap_or(u64::MAX)
         });
         Ok(Json(json!({
-            "base": assay_report::figures(&base_run),
-            "run": assay_report::figures(&run_run),
+            "base": base.figures,
+            "run": run.figures,
             "comparison": comparison,
             "tasks": tasks,
         }))

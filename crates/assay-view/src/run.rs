@@ -124,6 +124,16 @@ pub struct Summary {
     pub error: Option<String>,
 }
 
+/// A run as a diff compares it.
+pub struct Compared {
+    /// The report's view of the run.
+    pub run: Arc<Run>,
+    /// Its figures.
+    pub figures: RunFigures,
+    /// The first sample of each task (its row key), for links from a diff.
+    pub first_samples: HashMap<String, usize>,
+}
+
 /// The figures of a run and what they were computed from.
 struct Figures {
     stamps: Vec<Option<Stamp>>,
@@ -323,11 +333,23 @@ impl RunSource {
         Ok((run, figures))
     }
 
-    /// The report's view of the run, for comparisons.
-    pub fn loaded(&self) -> Result<Arc<Run>, ViewError> {
+    /// What a diff needs of the run, read under one lock: the report's view of it, its
+    /// figures (cached with it), and the first sample of each task.
+    pub fn compared(&self) -> Result<Compared, ViewError> {
         let mut state = self.lock();
         state.refresh()?;
-        Ok(self.figures(&mut state)?.0)
+        let (run, figures) = self.figures(&mut state)?;
+        let mut first_samples = HashMap::new();
+        for row in &state.rows {
+            first_samples
+                .entry(row.task_id.clone())
+                .or_insert(row.index);
+        }
+        Ok(Compared {
+            run,
+            figures,
+            first_samples,
+        })
     }
 
     fn stamps(&self) -> Vec<Option<Stamp>> {
@@ -411,17 +433,6 @@ impl RunSource {
             statuses,
             groups,
         })
-    }
-
-    /// The first sample of each task (its row key), for links from a diff.
-    pub fn first_samples(&self) -> Result<HashMap<String, usize>, ViewError> {
-        let mut state = self.lock();
-        state.refresh()?;
-        let mut first = HashMap::new();
-        for row in &state.rows {
-            first.entry(row.task_id.clone()).or_insert(row.index);
-        }
-        Ok(first)
     }
 
     /// Everything about one sample (`index`: its row key); none when there is no such sample.
