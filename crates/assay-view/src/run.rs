@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Split, Status, TestResult,
-    TrajectoryRecord,
+    EpisodeRecord, Kind, Manifest, SampleRecord, Split, Status, TestResult, TrajectoryRecord,
 };
 use assay_report::{figures, Run, RunFigures};
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
@@ -151,7 +150,6 @@ struct DirFiles {
     /// with the stamp of the file it was made from.
     samples_path: PathBuf,
     samples_count: Option<(Stamp, usize)>,
-    generation: Journal<GenerationRecord>,
     episodes: Journal<EpisodeRecord>,
     trajectories: Journal<TrajectoryRecord>,
 }
@@ -214,7 +212,6 @@ impl RunSource {
                 samples: Journal::new(root.join("samples.jsonl")),
                 samples_path: root.join("samples.jsonl"),
                 samples_count: None,
-                generation: Journal::new(root.join("generation.jsonl")),
                 episodes: Journal::new(root.join("results.jsonl")),
                 trajectories: Journal::new(root.join("trajectory.jsonl")),
             };
@@ -747,7 +744,6 @@ fn bigcodebench_sample(
     row: &Row,
 ) -> Result<Value, ViewError> {
     dir.samples.refresh()?;
-    dir.generation.refresh()?;
     let record = dir
         .results
         .records()
@@ -760,24 +756,9 @@ fn bigcodebench_sample(
     let code = sample
         .and_then(|s| s["solution"].as_str().or(s["completion"].as_str()))
         .unwrap_or_default();
-    // The sample is its task's n-th in the samples file, and so its n-th answer.
-    let nth = samples[..row.index.min(samples.len())]
-        .iter()
-        .filter(|s| s["task_id"].as_str() == Some(&row.task_id))
-        .count();
-    let raw = dir
-        .generation
-        .records()
-        .iter()
-        .filter(|g| g.task_id == row.task_id)
-        .flat_map(|g| g.raw.iter())
-        .nth(nth)
-        .cloned()
-        .or_else(|| {
-            sample
-                .and_then(|s| s["raw_solution"].as_str())
-                .map(str::to_string)
-        });
+    // The model's answer before sanitizing: every samples.jsonl assay writes has it on the
+    // sample's own line (generation writes it, evaluation and merge keep lines as they are).
+    let raw = sample.and_then(|s| s["raw_solution"].as_str());
     let version = manifest.and_then(|m| m.identity.dataset.as_deref());
     let split = manifest.and_then(|m| m.identity.split.as_deref());
     let task = task_of(version, &row.task_id);
@@ -1007,5 +988,58 @@ mod tests {
         assert_eq!(steps[1]["observation"], Value::Null);
         assert_eq!(detail["outputs"], json!(["tasks/7/output/a.png"]));
         assert!(run.detail(8).unwrap().is_none());
+    }
+
+    /// A `results.jsonl` line of a BigCodeBench sample whose tests ended as `tests` say.
+    fn sample_record(index: usize, task_id: &str, status: &str, tests: &[(&str, &str)]) -> String {
+        let tests: Vec<Value> = tests
+            .iter()
+            .map(|(name, result)| {
+                json!({"name": name, "result": result, "detail": format!("{name}: {result}"), "seconds": 0.1})
+            })
+            .collect();
+        json!({
+            "index": index, "task_id": task_id, "program_digest": "d", "status": status,
+            "reason": "r", "official": null, "infra": null, "tests": tests, "wall_seconds": 1.0,
+            "cpu_seconds": null, "memory_peak_bytes": null, "isolation": "full",
+        })
+        .to_string()
+            + "\n"
+    }
+
+    #[test]
+    fn a_sample_shows_the_raw_answer_of_its_own_line() {
+        let sample = |raw: Option<&str>| {
+            let mut line =
+                json!({"task_id": "BigCodeBench/1", "solution": "def task_func(): pass"});
+            if let Some(raw) = raw {
+                line["raw_solution"] = json!(raw);
+            }
+            line.to_string() + "\n"
+        };
+        let dir = run_dir(
+            Kind::BigcodebenchEval,
+            &[
+                (
+                    "samples.jsonl",
+                    sample(Some("first answer")) + &sample(Some("second answer")) + &sample(None),
+                ),
+                (
+                    "results.jsonl",
+                    (0..3)
+                        .map(|i| sample_record(i, "BigCodeBench/1", "pass", &[("test_a", "pass")]))
+                        .collect(),
+                ),
+            ],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let raw = |index: usize| run.detail(index).unwrap().unwrap()["raw"].clone();
+        assert_eq!(raw(0), "first answer");
+        assert_eq!(raw(1), "second answer");
+        assert_eq!(raw(2), Value::Null, "a samples file without raw answers");
+        assert_eq!(
+            run.detail(1).unwrap().unwrap()["code"],
+            "def task_func(): pass"
+        );
     }
 }
