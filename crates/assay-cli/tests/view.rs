@@ -467,12 +467,33 @@ fn the_viewer_follows_a_run_in_progress() {
     assert_eq!(diff["run"], runs[0]["figures"], "{diff}");
     write!(journal, "{}\n{}\n", &records[2][20..], records[3]).unwrap();
     browser.wait_for("document.body.innerText.includes('4 of 4 samples')");
-    // The run ends: its summary is written and the journal rewritten whole.
+    // A sample judged again (as a resumed run does) with another status: its last record wins.
+    let mut finished_counts = json!({});
+    for record in &records {
+        let status = serde_json::from_str::<Value>(record).unwrap()["status"].clone();
+        let count = &mut finished_counts[status.as_str().unwrap()];
+        *count = json!(count.as_u64().unwrap_or(0) + 1);
+    }
+    let mut again: Value = serde_json::from_str(&records[1]).unwrap();
+    let other = if again["status"] == "error" {
+        "timeout"
+    } else {
+        "error"
+    };
+    again["status"] = json!(other);
+    writeln!(journal, "{again}").unwrap();
+    let runs = server.json("/api/runs");
+    assert_eq!(runs[0]["judged"], 4);
+    assert_eq!(runs[0]["statuses"][other], 1, "{runs}");
+    assert_ne!(runs[0]["statuses"], finished_counts, "{runs}");
+    // The run ends: its summary is written and the journal rewritten whole, one record a
+    // sample: the viewer reads the new file, not on from the old one.
     std::fs::copy(finished.join("results.jsonl"), live.join("results.new")).unwrap();
     std::fs::rename(live.join("results.new"), live.join("results.jsonl")).unwrap();
     std::fs::copy(finished.join("summary.json"), live.join("summary.json")).unwrap();
     let runs = server.json("/api/runs");
     assert_eq!(runs[0]["state"], "finished");
     assert_eq!(runs[0]["judged"], 4);
+    assert_eq!(runs[0]["statuses"], finished_counts, "{runs}");
     assert_silent(&mut browser);
 }
