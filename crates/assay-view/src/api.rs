@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::files::{presentation, resolve, Refusal, MAX_SERVED_BYTES};
-use crate::run::Filter;
+use crate::run::{task_number, Filter};
 use crate::Viewer;
 
 const INDEX: &str = include_str!("../assets/index.html");
@@ -203,12 +203,7 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
                 })
             })
             .collect();
-        tasks.sort_by_key(|t| {
-            t["task_id"]
-                .as_str()
-                .and_then(|id| id.rsplit('/').next()?.parse::<u64>().ok())
-                .unwrap_or(u64::MAX)
-        });
+        tasks.sort_by_key(|t| t["task_id"].as_str().map_or(u64::MAX, task_number));
         Ok(Json(json!({
             "base": base.figures,
             "run": run.figures,

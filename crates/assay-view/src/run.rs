@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use assay_records::{
-    EpisodeRecord, Kind, Manifest, SampleRecord, Split, Status, TestResult, TrajectoryRecord,
-};
+use assay_records::{EpisodeRecord, Kind, Manifest, SampleRecord, Split, Status, TrajectoryRecord};
 use assay_report::{figures, Run, RunFigures};
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -503,7 +501,8 @@ fn activity(dir: &Path) -> String {
     if recent { "running" } else { "unfinished" }.into()
 }
 
-fn task_number(task_id: &str) -> u64 {
+/// A task's number (the last part of its id), for task order; ids without one sort last.
+pub(crate) fn task_number(task_id: &str) -> u64 {
     task_id
         .rsplit('/')
         .next()
@@ -582,13 +581,6 @@ fn last_line(traceback: &str) -> Option<String> {
         .rev()
         .find(|l| !l.trim().is_empty())
         .map(|l| l.trim().to_string())
-}
-
-fn not_passed(result: TestResult) -> bool {
-    !matches!(
-        result,
-        TestResult::Pass | TestResult::Skip | TestResult::ExpectedFailure
-    )
 }
 
 impl State {
@@ -678,7 +670,7 @@ fn sample_rows(records: &[SampleRecord], version: Option<&str>) -> Vec<Row> {
         .into_values()
         .map(|r| {
             let mut haystack = r.reason.clone();
-            for test in r.tests.iter().filter(|t| not_passed(t.result)) {
+            for test in r.tests.iter().filter(|t| !t.result.counts_as_passing()) {
                 haystack.push('\n');
                 haystack.push_str(&test.name);
                 haystack.push('\n');
@@ -690,11 +682,7 @@ fn sample_rows(records: &[SampleRecord], version: Option<&str>) -> Vec<Row> {
                 index: r.index,
                 task_id: r.task_id.clone(),
                 status: r.status.as_str().into(),
-                test: r
-                    .tests
-                    .iter()
-                    .find(|t| not_passed(t.result))
-                    .map(|t| t.name.clone()),
+                test: r.first_failure().map(|t| t.name.clone()),
                 reason: r.reason.clone(),
                 seconds: Some(r.wall_seconds),
                 memory_bytes: r.memory_peak_bytes,
@@ -1041,5 +1029,36 @@ mod tests {
             run.detail(1).unwrap().unwrap()["code"],
             "def task_func(): pass"
         );
+    }
+
+    #[test]
+    fn a_row_names_the_first_test_that_did_not_pass_and_searches_every_one() {
+        let tests = [
+            ("test_skipped", "skip"),
+            ("test_expected", "xfail"),
+            ("test_wrong", "fail"),
+            ("test_raised", "error"),
+        ];
+        let dir = run_dir(
+            Kind::BigcodebenchEval,
+            &[(
+                "results.jsonl",
+                sample_record(0, "BigCodeBench/1", "fail", &tests)
+                    + &sample_record(1, "BigCodeBench/2", "pass", &[("test_a", "pass")]),
+            )],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let page = run.page(&Filter::default()).unwrap();
+        assert_eq!(page.rows[0].test.as_deref(), Some("test_wrong"));
+        assert_eq!(page.rows[1].test, None);
+        let matching = |q: &str| {
+            let filter = Filter {
+                q: Some(q.into()),
+                ..Filter::default()
+            };
+            run.page(&filter).unwrap().matched
+        };
+        assert_eq!(matching("test_raised"), 1);
+        assert_eq!(matching("test_skipped"), 0, "a skip is not a failure");
     }
 }
