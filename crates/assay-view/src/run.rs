@@ -168,6 +168,9 @@ struct State {
     /// The rows, and the version of the records they were built from (rebuilt when the
     /// records' file changes).
     rows: Vec<Row>,
+    /// Of the rows: how many have each status, and every library or category, sorted.
+    statuses: BTreeMap<String, usize>,
+    groups: Vec<String>,
     built_from: Option<u64>,
     figures: Option<Figures>,
 }
@@ -225,6 +228,8 @@ impl RunSource {
             state: Mutex::new(State {
                 files,
                 rows: Vec::new(),
+                statuses: BTreeMap::new(),
+                groups: Vec::new(),
                 built_from: None,
                 figures: None,
             }),
@@ -263,9 +268,7 @@ impl RunSource {
         let mut state = self.lock();
         state.refresh()?;
         summary.judged = state.rows.len();
-        for row in &state.rows {
-            *summary.statuses.entry(row.status.clone()).or_default() += 1;
-        }
+        summary.statuses = state.statuses.clone();
         match &mut state.files {
             Files::Dir(dir) => {
                 let manifest = dir.manifest.get()?.cloned();
@@ -367,14 +370,6 @@ impl RunSource {
         let mut state = self.lock();
         state.refresh()?;
         let rows = &state.rows;
-        let mut statuses = BTreeMap::new();
-        let mut groups: Vec<String> = Vec::new();
-        for row in rows {
-            *statuses.entry(row.status.clone()).or_default() += 1;
-            groups.extend(row.groups.iter().cloned());
-        }
-        groups.sort();
-        groups.dedup();
         let q = filter
             .q
             .as_deref()
@@ -425,8 +420,8 @@ impl RunSource {
                 .take(limit)
                 .cloned()
                 .collect(),
-            statuses,
-            groups,
+            statuses: state.statuses.clone(),
+            groups: state.groups.clone(),
         })
     }
 
@@ -616,6 +611,15 @@ impl State {
                 }
             }
         };
+        self.statuses.clear();
+        let mut groups: Vec<String> = Vec::new();
+        for row in &self.rows {
+            *self.statuses.entry(row.status.clone()).or_default() += 1;
+            groups.extend(row.groups.iter().cloned());
+        }
+        groups.sort();
+        groups.dedup();
+        self.groups = groups;
         self.built_from = Some(version);
         Ok(())
     }
@@ -905,6 +909,19 @@ mod tests {
             ],
             "task order, by number"
         );
+        let statuses: Vec<(&str, usize)> = page
+            .statuses
+            .iter()
+            .map(|(s, n)| (s.as_str(), *n))
+            .collect();
+        assert_eq!(statuses, [("fail", 2), ("pass", 1), ("timeout", 1)]);
+        let mut groups: Vec<String> = ["BigCodeBench/1", "BigCodeBench/2", "BigCodeBench/10"]
+            .iter()
+            .flat_map(|id| task_of(None, id).unwrap().libs.clone())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        assert_eq!(page.groups, groups);
         assert_eq!(page.rows[3].reason, "ValueError: bad");
         assert_eq!(page.rows[3].test.as_deref(), Some("test_a"));
         let only = |filter: Filter| -> Vec<usize> {
