@@ -446,14 +446,54 @@ fn the_viewer_follows_a_run_in_progress() {
         .unwrap();
     write!(journal, "{}\n{}", records[1], &records[2][..20]).unwrap();
     browser.wait_for("document.body.innerText.includes('2 of 2 samples')");
+    // The runs list and a diff read the report's way, and wait for the torn line too: the
+    // figures come to the two whole records (within the seconds a changing run's figures
+    // are kept), never an error.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let runs = loop {
+        let runs = server.json("/api/runs");
+        assert_eq!(runs[0]["error"], Value::Null, "{runs}");
+        if runs[0]["figures"]["judged"] == 2 {
+            break runs;
+        }
+        assert!(std::time::Instant::now() < deadline, "{runs}");
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let diff = server.json("/api/diff?base=0&run=0");
+    assert_eq!(diff["comparison"]["shared_tasks"], 2, "{diff}");
+    assert_eq!(diff["tasks"].as_array().unwrap().len(), 2, "{diff}");
+    // The diff shows the figures the runs list shows (the ones cached with the run).
+    assert_eq!(diff["base"], runs[0]["figures"], "{diff}");
+    assert_eq!(diff["run"], runs[0]["figures"], "{diff}");
     write!(journal, "{}\n{}\n", &records[2][20..], records[3]).unwrap();
     browser.wait_for("document.body.innerText.includes('4 of 4 samples')");
-    // The run ends: its summary is written and the journal rewritten whole.
+    // A sample judged again (as a resumed run does) with another status: its last record wins.
+    let mut finished_counts = json!({});
+    for record in &records {
+        let status = serde_json::from_str::<Value>(record).unwrap()["status"].clone();
+        let count = &mut finished_counts[status.as_str().unwrap()];
+        *count = json!(count.as_u64().unwrap_or(0) + 1);
+    }
+    let mut again: Value = serde_json::from_str(&records[1]).unwrap();
+    let other = if again["status"] == "error" {
+        "timeout"
+    } else {
+        "error"
+    };
+    again["status"] = json!(other);
+    writeln!(journal, "{again}").unwrap();
+    let runs = server.json("/api/runs");
+    assert_eq!(runs[0]["judged"], 4);
+    assert_eq!(runs[0]["statuses"][other], 1, "{runs}");
+    assert_ne!(runs[0]["statuses"], finished_counts, "{runs}");
+    // The run ends: its summary is written and the journal rewritten whole, one record a
+    // sample: the viewer reads the new file, not on from the old one.
     std::fs::copy(finished.join("results.jsonl"), live.join("results.new")).unwrap();
     std::fs::rename(live.join("results.new"), live.join("results.jsonl")).unwrap();
     std::fs::copy(finished.join("summary.json"), live.join("summary.json")).unwrap();
     let runs = server.json("/api/runs");
     assert_eq!(runs[0]["state"], "finished");
     assert_eq!(runs[0]["judged"], 4);
+    assert_eq!(runs[0]["statuses"], finished_counts, "{runs}");
     assert_silent(&mut browser);
 }

@@ -75,6 +75,15 @@ pub enum TestResult {
 }
 
 impl TestResult {
+    /// Whether the test counts as passing, as officially: it passed, was skipped, or failed
+    /// as expected.
+    pub fn counts_as_passing(&self) -> bool {
+        matches!(
+            self,
+            TestResult::Pass | TestResult::Skip | TestResult::ExpectedFailure
+        )
+    }
+
     /// The word records use.
     pub fn as_str(&self) -> &'static str {
         match self {

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::isolation::IsolationLevel;
-use crate::outcome::{Captured, Status, TestOutcome, TestResult};
+use crate::outcome::{Captured, Status, TestOutcome};
 use crate::verdict::{InfraCause, Official};
 
 /// What a record keeps of each output stream: enough to see why a sample failed, small
@@ -59,11 +59,6 @@ impl SampleRecord {
     /// The first test that did not pass (a skip or an expected failure counts as passing, as
     /// officially): what a reader shows first of why a sample failed.
     pub fn first_failure(&self) -> Option<&TestOutcome> {
-        self.tests.iter().find(|t| {
-            !matches!(
-                t.result,
-                TestResult::Pass | TestResult::Skip | TestResult::ExpectedFailure
-            )
-        })
+        self.tests.iter().find(|t| !t.result.counts_as_passing())
     }
 }

@@ -250,15 +250,14 @@ pub fn compare(baseline: &Run, run: &Run) -> Comparison {
         .iter()
         .map(|(_, b, r)| task_pass_at(r, 1) - task_pass_at(b, 1))
         .collect();
-    let passes = |t: &TaskResult| task_pass_at(t, 1) >= 0.5;
     let won: Vec<String> = shared
         .iter()
-        .filter(|(_, b, r)| passes(r) && !passes(b))
+        .filter(|(_, b, r)| r.passes() && !b.passes())
         .map(|(id, _, _)| id.to_string())
         .collect();
     let lost: Vec<String> = shared
         .iter()
-        .filter(|(_, b, r)| passes(b) && !passes(r))
+        .filter(|(_, b, r)| b.passes() && !r.passes())
         .map(|(id, _, _)| id.to_string())
         .collect();
     Comparison {
@@ -340,7 +339,7 @@ fn leaderboard(runs: &[Run]) -> Option<Leaderboard> {
             let ground = grounds
                 .entry((setting.clone(), task.clone()))
                 .or_insert_with(|| vec![None; models.len()]);
-            ground[index] = Some(task_pass_at(result, 1) >= 0.5);
+            ground[index] = Some(result.passes());
         }
     }
     let tasks: Vec<Vec<Option<bool>>> = grounds.into_values().collect();
@@ -448,6 +447,46 @@ mod tests {
         assert_eq!(board.columns, ["complete full"]);
         assert_eq!(board.rows.len(), 2);
         assert_eq!(board.rows[0].model, "m2", "the better model first");
+    }
+
+    #[test]
+    fn a_task_with_exactly_half_its_samples_passing_passes() {
+        let half = TaskResult {
+            samples: 6,
+            passed: 3,
+            infra: 0,
+        };
+        assert!(half.passes());
+        assert!(
+            task_pass_at(&half, 1) < 0.5,
+            "what a rule on pass@1 would miss"
+        );
+        assert!(!TaskResult {
+            samples: 6,
+            passed: 2,
+            infra: 0
+        }
+        .passes());
+        assert!(!TaskResult::default().passes(), "no judged sample");
+        let a = run("a", &[("t1", 6, 0), ("t2", 8, 4)]);
+        let b = run("b", &[("t1", 6, 3), ("t2", 8, 3)]);
+        let c = compare(&a, &b);
+        assert_eq!(
+            (c.won, c.lost),
+            (vec!["t1".to_string()], vec!["t2".to_string()])
+        );
+        // The leaderboard's battles count the same way: m2 wins two tasks on exact halves
+        // and loses one; a rule on pass@1 would have it lose one and tie the rest.
+        let mut a = run("a", &[("t1", 6, 0), ("t2", 6, 6), ("t3", 8, 0)]);
+        let mut b = run("b", &[("t1", 6, 3), ("t2", 6, 0), ("t3", 8, 4)]);
+        a.model = Some("m1".into());
+        b.model = Some("m2".into());
+        let board = report(&[a, b], 0).leaderboard.unwrap();
+        assert_eq!(
+            board.rows[0].model, "m2",
+            "the model winning more battles first"
+        );
+        assert!(board.rows[0].elo.value > board.rows[1].elo.value);
     }
 
     #[test]

@@ -48,6 +48,15 @@ pub struct TaskResult {
     pub infra: u64,
 }
 
+impl TaskResult {
+    /// Whether the task counts as passed: at least half its judged samples pass (with one
+    /// sample: when it passes). Counted in whole samples, so an exact half (3 of 6) passes,
+    /// which pass@1 in floating point (0.4999999999999999) would not say.
+    pub fn passes(&self) -> bool {
+        self.samples > 0 && 2 * self.passed >= self.samples
+    }
+}
+
 /// A sample that did not pass, as a report shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
@@ -119,8 +128,13 @@ fn invalid(path: &Path, line: usize, message: impl Into<String>) -> SourceError 
     }
 }
 
-/// The records of a JSON-lines file; a missing file has none. A line that is not a record is
-/// an error naming the file and the line.
+/// The records of a run's JSON-lines journal; a missing file has none. A line that is not a
+/// record is an error naming the file and the line.
+///
+/// A last line without its newline is not read: every record a run writes ends with one, so
+/// such a line is a record still being written, or one torn by a kill mid-write (which the
+/// run directory cuts when the run resumes). The viewer's journals and the run directory
+/// read it the same way, so a run killed mid-record reads as the records it completed.
 pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SourceError> {
     Ok(read_numbered_lines(path)?
         .into_iter()
@@ -138,6 +152,15 @@ pub fn read_numbered_lines<T: serde::de::DeserializeOwned>(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io(path)(e)),
     };
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    parse_lines(path, complete)
+}
+
+/// The records of `text`, every line of it (blank ones skipped), with their line numbers.
+fn parse_lines<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    text: &str,
+) -> Result<Vec<(usize, T)>, SourceError> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -266,7 +289,17 @@ pub fn judged_trajectories(manifest: &Manifest) -> Result<Vec<TrajectoryRecord>,
             "{} has changed since it was judged (digest {digest} here, {recorded} then)",
             path.display()
         )),
-        _ => read_lines(path).map_err(|e| e.to_string()),
+        // Recordings given to an evaluation, not a journal of its own: every line counts,
+        // the last one too when it has no newline.
+        _ => {
+            let text = String::from_utf8(bytes)
+                .map_err(|e| format!("{}: not UTF-8 text: {e}", path.display()))?;
+            Ok(parse_lines(path, &text)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .map(|(_, record)| record)
+                .collect())
+        }
     }
 }
 
@@ -454,34 +487,35 @@ mod tests {
         dir
     }
 
+    fn episode(id: &str, status: Status) -> String {
+        let verdict = CheckVerdict {
+            status,
+            reason: String::new(),
+        };
+        serde_json::to_string(&EpisodeRecord {
+            task_id: id.into(),
+            category: Some("chart_analysis".into()),
+            status,
+            reason: String::new(),
+            verdicts: Verdicts {
+                faithful: verdict.clone(),
+                fixed: verdict,
+            },
+            turns: 2,
+            end: EpisodeEnd::Answered,
+            cells: vec![],
+            tokens: TokenUsage {
+                prompt_tokens: 100,
+                completion_tokens: 10,
+            },
+            seconds: 1.0,
+            outputs: vec![],
+        })
+        .unwrap()
+    }
+
     #[test]
     fn pybench_directories_read_as_one_sample_per_task() {
-        let episode = |id: &str, status: Status| {
-            let verdict = CheckVerdict {
-                status,
-                reason: String::new(),
-            };
-            serde_json::to_string(&EpisodeRecord {
-                task_id: id.into(),
-                category: Some("chart_analysis".into()),
-                status,
-                reason: String::new(),
-                verdicts: Verdicts {
-                    faithful: verdict.clone(),
-                    fixed: verdict,
-                },
-                turns: 2,
-                end: EpisodeEnd::Answered,
-                cells: vec![],
-                tokens: TokenUsage {
-                    prompt_tokens: 100,
-                    completion_tokens: 10,
-                },
-                seconds: 1.0,
-                outputs: vec![],
-            })
-            .unwrap()
-        };
         let dir = write_dir(
             Kind::PybenchRun,
             &[
@@ -504,5 +538,62 @@ mod tests {
         let dir = write_dir(Kind::BigcodebenchEval, &["{}".to_string()]);
         let err = Run::load(dir.path()).unwrap_err().to_string();
         assert!(err.contains("results.jsonl:1: not a valid record"), "{err}");
+    }
+
+    #[test]
+    fn a_last_line_torn_by_a_kill_is_not_read_yet() {
+        let whole = [
+            episode("PyBench/2", Status::Pass),
+            episode("PyBench/3", Status::Fail),
+        ];
+        let torn = episode("PyBench/4", Status::Pass);
+        let dir = write_dir(Kind::PybenchRun, &whole);
+        let results = dir.path().join("results.jsonl");
+        // Killed mid-record: the last line has neither its end nor its newline.
+        let text = whole.join("\n") + "\n" + &torn[..torn.len() / 2];
+        std::fs::write(&results, &text).unwrap();
+        let records: Vec<(usize, EpisodeRecord)> = read_numbered_lines(&results).unwrap();
+        let ids: Vec<(usize, &str)> = records
+            .iter()
+            .map(|(n, r)| (*n, r.task_id.as_str()))
+            .collect();
+        assert_eq!(ids, [(1, "PyBench/2"), (2, "PyBench/3")]);
+        let run = Run::load(dir.path()).unwrap();
+        assert_eq!(
+            run.tasks.keys().collect::<Vec<_>>(),
+            ["PyBench/2", "PyBench/3"]
+        );
+        assert_eq!(run.statuses["pass"], 1);
+        // A whole record written without its newline is not written yet either...
+        std::fs::write(&results, whole.join("\n") + "\n" + &torn).unwrap();
+        assert_eq!(read_lines::<EpisodeRecord>(&results).unwrap().len(), 2);
+        // ...until the newline comes.
+        std::fs::write(&results, whole.join("\n") + "\n" + &torn + "\n").unwrap();
+        assert_eq!(read_lines::<EpisodeRecord>(&results).unwrap().len(), 3);
+        // A file of one line still being written has no records.
+        std::fs::write(&results, &torn[..10]).unwrap();
+        assert!(read_lines::<EpisodeRecord>(&results).unwrap().is_empty());
+        // A damaged line before the last is still an error, named by its line.
+        std::fs::write(&results, format!("{}\n{{}}\n{}\n", whole[0], whole[1])).unwrap();
+        let err = read_lines::<EpisodeRecord>(&results)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("results.jsonl:2: not a valid record"), "{err}");
+    }
+
+    #[test]
+    fn judged_recordings_are_read_whole_even_without_a_last_newline() {
+        let dir = tempfile::tempdir().unwrap();
+        let recordings = dir.path().join("episodes.jsonl");
+        let line = |index: &str| {
+            serde_json::json!({"index": index, "messages": [{"role": "assistant", "content": "Finished: x"}]})
+                .to_string()
+        };
+        std::fs::write(&recordings, line("1") + "\n" + &line("2")).unwrap();
+        let mut manifest = Manifest::new(Kind::PybenchEval, Identity::default());
+        manifest.samples = Some(recordings);
+        let judged = judged_trajectories(&manifest).unwrap();
+        let indices: Vec<&str> = judged.iter().map(|t| t.index.as_str()).collect();
+        assert_eq!(indices, ["1", "2"]);
     }
 }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::files::{presentation, resolve, Refusal, MAX_SERVED_BYTES};
-use crate::run::Filter;
+use crate::run::{task_number, Filter};
 use crate::Viewer;
 
 const INDEX: &str = include_str!("../assets/index.html");
@@ -170,23 +170,20 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
     blocking(move || {
         let base = viewer.run(q.base).ok_or_else(|| no_run(q.base))?;
         let run = viewer.run(q.run).ok_or_else(|| no_run(q.run))?;
-        let (base_run, run_run) = (
-            base.loaded().map_err(failed)?,
-            run.loaded().map_err(failed)?,
+        let (base, run) = (
+            base.compared().map_err(failed)?,
+            run.compared().map_err(failed)?,
         );
-        let comparison = assay_report::compare(&base_run, &run_run);
-        let (base_first, run_first) = (
-            base.first_samples().map_err(failed)?,
-            run.first_samples().map_err(failed)?,
-        );
-        let passes = |t: &assay_report::TaskResult| t.samples > 0 && 2 * t.passed >= t.samples;
+        let (base_run, run_run) = (&base.run, &run.run);
+        let comparison = assay_report::compare(base_run, run_run);
+        let (base_first, run_first) = (&base.first_samples, &run.first_samples);
         let ids: BTreeSet<&String> = base_run.tasks.keys().chain(run_run.tasks.keys()).collect();
         let mut tasks: Vec<Value> = ids
             .into_iter()
             .map(|id| {
                 let (b, r) = (base_run.tasks.get(id), run_run.tasks.get(id));
                 let change = match (b.filter(|t| t.samples > 0), r.filter(|t| t.samples > 0)) {
-                    (Some(b), Some(r)) => match (passes(b), passes(r)) {
+                    (Some(b), Some(r)) => match (b.passes(), r.passes()) {
                         (false, true) => "won",
                         (true, false) => "lost",
                         (true, true) => "both pass",
@@ -206,15 +203,10 @@ pub async fn diff(State(viewer): State<Arc<Viewer>>, Query(q): Query<DiffQuery>)
                 })
             })
             .collect();
-        tasks.sort_by_key(|t| {
-            t["task_id"]
-                .as_str()
-                .and_then(|id| id.rsplit('/').next()?.parse::<u64>().ok())
-                .unwrap_or(u64::MAX)
-        });
+        tasks.sort_by_key(|t| t["task_id"].as_str().map_or(u64::MAX, task_number));
         Ok(Json(json!({
-            "base": assay_report::figures(&base_run),
-            "run": assay_report::figures(&run_run),
+            "base": base.figures,
+            "run": run.figures,
             "comparison": comparison,
             "tasks": tasks,
         }))

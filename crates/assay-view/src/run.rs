@@ -7,10 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Split, Status, TestResult,
-    TrajectoryRecord,
-};
+use assay_records::{EpisodeRecord, Kind, Manifest, SampleRecord, Split, Status, TrajectoryRecord};
 use assay_report::{figures, Run, RunFigures};
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -124,6 +121,16 @@ pub struct Summary {
     pub error: Option<String>,
 }
 
+/// A run as a diff compares it.
+pub struct Compared {
+    /// The report's view of the run.
+    pub run: Arc<Run>,
+    /// Its figures.
+    pub figures: RunFigures,
+    /// The first sample of each task (its row key), for links from a diff.
+    pub first_samples: HashMap<String, usize>,
+}
+
 /// The figures of a run and what they were computed from.
 struct Figures {
     stamps: Vec<Option<Stamp>>,
@@ -141,7 +148,6 @@ struct DirFiles {
     /// with the stamp of the file it was made from.
     samples_path: PathBuf,
     samples_count: Option<(Stamp, usize)>,
-    generation: Journal<GenerationRecord>,
     episodes: Journal<EpisodeRecord>,
     trajectories: Journal<TrajectoryRecord>,
 }
@@ -162,6 +168,9 @@ struct State {
     /// The rows, and the version of the records they were built from (rebuilt when the
     /// records' file changes).
     rows: Vec<Row>,
+    /// Of the rows: how many have each status, and every library or category, sorted.
+    statuses: BTreeMap<String, usize>,
+    groups: Vec<String>,
     built_from: Option<u64>,
     figures: Option<Figures>,
 }
@@ -204,7 +213,6 @@ impl RunSource {
                 samples: Journal::new(root.join("samples.jsonl")),
                 samples_path: root.join("samples.jsonl"),
                 samples_count: None,
-                generation: Journal::new(root.join("generation.jsonl")),
                 episodes: Journal::new(root.join("results.jsonl")),
                 trajectories: Journal::new(root.join("trajectory.jsonl")),
             };
@@ -220,6 +228,8 @@ impl RunSource {
             state: Mutex::new(State {
                 files,
                 rows: Vec::new(),
+                statuses: BTreeMap::new(),
+                groups: Vec::new(),
                 built_from: None,
                 figures: None,
             }),
@@ -258,9 +268,7 @@ impl RunSource {
         let mut state = self.lock();
         state.refresh()?;
         summary.judged = state.rows.len();
-        for row in &state.rows {
-            *summary.statuses.entry(row.status.clone()).or_default() += 1;
-        }
+        summary.statuses = state.statuses.clone();
         match &mut state.files {
             Files::Dir(dir) => {
                 let manifest = dir.manifest.get()?.cloned();
@@ -323,11 +331,23 @@ impl RunSource {
         Ok((run, figures))
     }
 
-    /// The report's view of the run, for comparisons.
-    pub fn loaded(&self) -> Result<Arc<Run>, ViewError> {
+    /// What a diff needs of the run, read under one lock: the report's view of it, its
+    /// figures (cached with it), and the first sample of each task.
+    pub fn compared(&self) -> Result<Compared, ViewError> {
         let mut state = self.lock();
         state.refresh()?;
-        Ok(self.figures(&mut state)?.0)
+        let (run, figures) = self.figures(&mut state)?;
+        let mut first_samples = HashMap::new();
+        for row in &state.rows {
+            first_samples
+                .entry(row.task_id.clone())
+                .or_insert(row.index);
+        }
+        Ok(Compared {
+            run,
+            figures,
+            first_samples,
+        })
     }
 
     fn stamps(&self) -> Vec<Option<Stamp>> {
@@ -350,14 +370,6 @@ impl RunSource {
         let mut state = self.lock();
         state.refresh()?;
         let rows = &state.rows;
-        let mut statuses = BTreeMap::new();
-        let mut groups: Vec<String> = Vec::new();
-        for row in rows {
-            *statuses.entry(row.status.clone()).or_default() += 1;
-            groups.extend(row.groups.iter().cloned());
-        }
-        groups.sort();
-        groups.dedup();
         let q = filter
             .q
             .as_deref()
@@ -408,20 +420,9 @@ impl RunSource {
                 .take(limit)
                 .cloned()
                 .collect(),
-            statuses,
-            groups,
+            statuses: state.statuses.clone(),
+            groups: state.groups.clone(),
         })
-    }
-
-    /// The first sample of each task (its row key), for links from a diff.
-    pub fn first_samples(&self) -> Result<HashMap<String, usize>, ViewError> {
-        let mut state = self.lock();
-        state.refresh()?;
-        let mut first = HashMap::new();
-        for row in &state.rows {
-            first.entry(row.task_id.clone()).or_insert(row.index);
-        }
-        Ok(first)
     }
 
     /// Everything about one sample (`index`: its row key); none when there is no such sample.
@@ -495,7 +496,8 @@ fn activity(dir: &Path) -> String {
     if recent { "running" } else { "unfinished" }.into()
 }
 
-fn task_number(task_id: &str) -> u64 {
+/// A task's number (the last part of its id), for task order; ids without one sort last.
+pub(crate) fn task_number(task_id: &str) -> u64 {
     task_id
         .rsplit('/')
         .next()
@@ -576,13 +578,6 @@ fn last_line(traceback: &str) -> Option<String> {
         .map(|l| l.trim().to_string())
 }
 
-fn not_passed(result: TestResult) -> bool {
-    !matches!(
-        result,
-        TestResult::Pass | TestResult::Skip | TestResult::ExpectedFailure
-    )
-}
-
 impl State {
     /// Reads what changed and rebuilds the rows when the records did.
     fn refresh(&mut self) -> Result<(), ViewError> {
@@ -616,6 +611,15 @@ impl State {
                 }
             }
         };
+        self.statuses.clear();
+        let mut groups: Vec<String> = Vec::new();
+        for row in &self.rows {
+            *self.statuses.entry(row.status.clone()).or_default() += 1;
+            groups.extend(row.groups.iter().cloned());
+        }
+        groups.sort();
+        groups.dedup();
+        self.groups = groups;
         self.built_from = Some(version);
         Ok(())
     }
@@ -670,7 +674,7 @@ fn sample_rows(records: &[SampleRecord], version: Option<&str>) -> Vec<Row> {
         .into_values()
         .map(|r| {
             let mut haystack = r.reason.clone();
-            for test in r.tests.iter().filter(|t| not_passed(t.result)) {
+            for test in r.tests.iter().filter(|t| !t.result.counts_as_passing()) {
                 haystack.push('\n');
                 haystack.push_str(&test.name);
                 haystack.push('\n');
@@ -682,11 +686,7 @@ fn sample_rows(records: &[SampleRecord], version: Option<&str>) -> Vec<Row> {
                 index: r.index,
                 task_id: r.task_id.clone(),
                 status: r.status.as_str().into(),
-                test: r
-                    .tests
-                    .iter()
-                    .find(|t| not_passed(t.result))
-                    .map(|t| t.name.clone()),
+                test: r.first_failure().map(|t| t.name.clone()),
                 reason: r.reason.clone(),
                 seconds: Some(r.wall_seconds),
                 memory_bytes: r.memory_peak_bytes,
@@ -736,7 +736,6 @@ fn bigcodebench_sample(
     row: &Row,
 ) -> Result<Value, ViewError> {
     dir.samples.refresh()?;
-    dir.generation.refresh()?;
     let record = dir
         .results
         .records()
@@ -749,24 +748,9 @@ fn bigcodebench_sample(
     let code = sample
         .and_then(|s| s["solution"].as_str().or(s["completion"].as_str()))
         .unwrap_or_default();
-    // The sample is its task's n-th in the samples file, and so its n-th answer.
-    let nth = samples[..row.index.min(samples.len())]
-        .iter()
-        .filter(|s| s["task_id"].as_str() == Some(&row.task_id))
-        .count();
-    let raw = dir
-        .generation
-        .records()
-        .iter()
-        .filter(|g| g.task_id == row.task_id)
-        .flat_map(|g| g.raw.iter())
-        .nth(nth)
-        .cloned()
-        .or_else(|| {
-            sample
-                .and_then(|s| s["raw_solution"].as_str())
-                .map(str::to_string)
-        });
+    // The model's answer before sanitizing: every samples.jsonl assay writes has it on the
+    // sample's own line (generation writes it, evaluation and merge keep lines as they are).
+    let raw = sample.and_then(|s| s["raw_solution"].as_str());
     let version = manifest.and_then(|m| m.identity.dataset.as_deref());
     let split = manifest.and_then(|m| m.identity.split.as_deref());
     let task = task_of(version, &row.task_id);
@@ -925,6 +909,19 @@ mod tests {
             ],
             "task order, by number"
         );
+        let statuses: Vec<(&str, usize)> = page
+            .statuses
+            .iter()
+            .map(|(s, n)| (s.as_str(), *n))
+            .collect();
+        assert_eq!(statuses, [("fail", 2), ("pass", 1), ("timeout", 1)]);
+        let mut groups: Vec<String> = ["BigCodeBench/1", "BigCodeBench/2", "BigCodeBench/10"]
+            .iter()
+            .flat_map(|id| task_of(None, id).unwrap().libs.clone())
+            .collect();
+        groups.sort();
+        groups.dedup();
+        assert_eq!(page.groups, groups);
         assert_eq!(page.rows[3].reason, "ValueError: bad");
         assert_eq!(page.rows[3].test.as_deref(), Some("test_a"));
         let only = |filter: Filter| -> Vec<usize> {
@@ -996,5 +993,89 @@ mod tests {
         assert_eq!(steps[1]["observation"], Value::Null);
         assert_eq!(detail["outputs"], json!(["tasks/7/output/a.png"]));
         assert!(run.detail(8).unwrap().is_none());
+    }
+
+    /// A `results.jsonl` line of a BigCodeBench sample whose tests ended as `tests` say.
+    fn sample_record(index: usize, task_id: &str, status: &str, tests: &[(&str, &str)]) -> String {
+        let tests: Vec<Value> = tests
+            .iter()
+            .map(|(name, result)| {
+                json!({"name": name, "result": result, "detail": format!("{name}: {result}"), "seconds": 0.1})
+            })
+            .collect();
+        json!({
+            "index": index, "task_id": task_id, "program_digest": "d", "status": status,
+            "reason": "r", "official": null, "infra": null, "tests": tests, "wall_seconds": 1.0,
+            "cpu_seconds": null, "memory_peak_bytes": null, "isolation": "full",
+        })
+        .to_string()
+            + "\n"
+    }
+
+    #[test]
+    fn a_sample_shows_the_raw_answer_of_its_own_line() {
+        let sample = |raw: Option<&str>| {
+            let mut line =
+                json!({"task_id": "BigCodeBench/1", "solution": "def task_func(): pass"});
+            if let Some(raw) = raw {
+                line["raw_solution"] = json!(raw);
+            }
+            line.to_string() + "\n"
+        };
+        let dir = run_dir(
+            Kind::BigcodebenchEval,
+            &[
+                (
+                    "samples.jsonl",
+                    sample(Some("first answer")) + &sample(Some("second answer")) + &sample(None),
+                ),
+                (
+                    "results.jsonl",
+                    (0..3)
+                        .map(|i| sample_record(i, "BigCodeBench/1", "pass", &[("test_a", "pass")]))
+                        .collect(),
+                ),
+            ],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let raw = |index: usize| run.detail(index).unwrap().unwrap()["raw"].clone();
+        assert_eq!(raw(0), "first answer");
+        assert_eq!(raw(1), "second answer");
+        assert_eq!(raw(2), Value::Null, "a samples file without raw answers");
+        assert_eq!(
+            run.detail(1).unwrap().unwrap()["code"],
+            "def task_func(): pass"
+        );
+    }
+
+    #[test]
+    fn a_row_names_the_first_test_that_did_not_pass_and_searches_every_one() {
+        let tests = [
+            ("test_skipped", "skip"),
+            ("test_expected", "xfail"),
+            ("test_wrong", "fail"),
+            ("test_raised", "error"),
+        ];
+        let dir = run_dir(
+            Kind::BigcodebenchEval,
+            &[(
+                "results.jsonl",
+                sample_record(0, "BigCodeBench/1", "fail", &tests)
+                    + &sample_record(1, "BigCodeBench/2", "pass", &[("test_a", "pass")]),
+            )],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let page = run.page(&Filter::default()).unwrap();
+        assert_eq!(page.rows[0].test.as_deref(), Some("test_wrong"));
+        assert_eq!(page.rows[1].test, None);
+        let matching = |q: &str| {
+            let filter = Filter {
+                q: Some(q.into()),
+                ..Filter::default()
+            };
+            run.page(&filter).unwrap().matched
+        };
+        assert_eq!(matching("test_raised"), 1);
+        assert_eq!(matching("test_skipped"), 0, "a skip is not a failure");
     }
 }

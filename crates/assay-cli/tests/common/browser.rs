@@ -217,14 +217,6 @@ impl Browser {
             .to_string()
     }
 
-    /// The page's markup.
-    pub fn html(&mut self) -> String {
-        self.eval("document.documentElement.outerHTML")
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    }
-
     /// Types `value` into the input `selector` as a user does (an `input` event per change).
     pub fn type_into(&mut self, selector: &str, value: &str) {
         let script = format!(
