@@ -10,7 +10,7 @@ use assay_pipeline::generate::ModelSettings;
 use assay_pipeline::judge::JudgeSettings;
 use assay_pipeline::selection::TaskSelection;
 use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile};
-use assay_records::{Prices, Shard, Split};
+use assay_records::{Conditions, ListingOrder, Prices, Shard, Split};
 use assay_sandbox::IsolationMode;
 use assay_tasks::bigcodebench::{Subset, VERSIONS};
 use clap::{Args, ValueEnum};
@@ -242,6 +242,19 @@ pub struct EngineArgs {
     /// Give evaluated code the host's network (off: a private network with loopback only).
     #[arg(long)]
     pub allow_network: bool,
+    /// The order in which evaluated code's directory listings (os.listdir, os.scandir, glob,
+    /// os.walk, pathlib) come: by a keyed hash of each name, arbitrary as on the official
+    /// image's ext4 disk but the same on every machine (docs/parity.md says why); by name; or
+    /// the filesystem's own (a tmpfs lists newest first).
+    #[arg(long, value_enum, default_value_t = Listing::Hashed)]
+    pub listing_order: Listing,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Listing {
+    Hashed,
+    Name,
+    Kernel,
 }
 
 /// How samples are judged: what `assay eval` and `assay run` share.
@@ -382,6 +395,14 @@ impl EngineArgs {
             jobs: self.jobs,
             max_jobs: self.max_jobs,
             network: self.allow_network,
+            conditions: Conditions {
+                listing: match self.listing_order {
+                    Listing::Hashed => ListingOrder::Hashed,
+                    Listing::Name => ListingOrder::Name,
+                    Listing::Kernel => ListingOrder::Kernel,
+                },
+                ..Conditions::default()
+            },
         }
     }
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use assay_eval::bigcodebench::ground_truth::CACHE_DIR as GROUND_TRUTH_DIR;
 use assay_pyenv::{EnvStatus, Environment};
-use assay_records::{Fingerprint, Manifest};
+use assay_records::{Conditions, Fingerprint, Manifest};
 use assay_sandbox::{Engine, EngineConfig, IsolationMode};
 
 use crate::error::PipelineError;
@@ -20,6 +20,8 @@ pub struct EngineSettings {
     pub max_jobs: Option<usize>,
     /// Give evaluated code the host's network.
     pub network: bool,
+    /// The listing order and seeds every job runs under.
+    pub conditions: Conditions,
 }
 
 /// Starts an engine in `env` (set up already). `harness`: the pipeline's own files (run
@@ -48,6 +50,7 @@ pub async fn start(
         config.max_running = max;
     }
     config.network = settings.network;
+    config.conditions = settings.conditions;
     config.hidden = harness_paths(harness)?;
     Ok(Engine::start(config).await?)
 }

@@ -75,6 +75,7 @@ impl JudgeSettings {
             time,
             network: self.engine.network,
             guards: self.guards,
+            conditions: self.engine.conditions,
         })
     }
 
@@ -139,6 +140,7 @@ impl Judge {
             memory_mib: Some(self.memory_mib),
             network: Some(self.options.network),
             guards: Some(self.options.guards),
+            conditions: Some(self.options.conditions),
             environment: Some(self.env.key()),
             ..into
         }
@@ -202,8 +204,7 @@ impl Judge {
             &assay_pyenv::cache_root()?,
             dataset,
             &self.env.key(),
-            self.options.network,
-            self.options.guards,
+            &self.options,
         )?;
         Ok(Prepared {
             environment,

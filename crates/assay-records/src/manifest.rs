@@ -100,6 +100,9 @@ pub struct Identity {
     /// Whether jobs ran under the official process guards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guards: Option<bool>,
+    /// The listing order and seeds jobs ran under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<crate::Conditions>,
     /// The Python environment's key (profile and pins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<String>,

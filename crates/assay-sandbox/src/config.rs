@@ -1,3 +1,4 @@
+use assay_records::Conditions;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -134,6 +135,9 @@ pub struct EngineConfig {
     /// Where the embedded worker runtime is written. Default: `runtime/` in assay's cache
     /// ([`assay_pyenv::cache_root`]).
     pub runtime_dir: Option<PathBuf>,
+    /// What every job's code ought not to depend on, fixed: the directory listing order and
+    /// the seeds of unseeded randomness. Default: a hashed order with key 0, seed 0.
+    pub conditions: Conditions,
 }
 
 /// Default jobs running at once per CPU slot. Long waits come in clusters (a dataset's slowest
@@ -168,6 +172,7 @@ impl EngineConfig {
             env: BTreeMap::new(),
             scratch: None,
             runtime_dir: None,
+            conditions: Conditions::default(),
         };
         config.set_concurrency(cpus);
         config

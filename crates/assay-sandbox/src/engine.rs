@@ -235,6 +235,8 @@ impl Engine {
             "degraded_home": scratch.join("worker-home"),
         });
         let mut base_env = base_env(&config.python);
+        // Fixed at interpreter start, so for the worker and every program a job starts alike.
+        base_env.insert("PYTHONHASHSEED".into(), config.conditions.seed.to_string());
         let mut worker_env = base_env.clone();
         worker_env.insert("HOME".into(), "/".into());
         base_env.extend(config.env.clone());

@@ -568,6 +568,7 @@ impl Inner {
             "cwd": dirs.cwd,
             "make_dirs": [dirs.home, dirs.tmp],
             "limits": rlimits(limits, sandbox, cpu),
+            "conditions": self.config.conditions,
         })
     }
 

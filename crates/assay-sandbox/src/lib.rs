@@ -62,8 +62,8 @@ mod slots;
 mod worker;
 
 pub use assay_records::{
-    Captured, Enforcement, IsolationLevel, IsolationReport, Layers, Status, TestBudget,
-    TestOutcome, TestResult,
+    Captured, Conditions, Enforcement, IsolationLevel, IsolationReport, Layers, ListingOrder,
+    Status, TestBudget, TestOutcome, TestResult,
 };
 pub use config::{default_processes, EngineConfig, IsolationMode, Limits};
 pub use declared::declared_tests;

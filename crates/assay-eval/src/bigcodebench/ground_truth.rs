@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::evaluation::Finished;
 use super::judge::{digest, judge, Job};
-use super::options::STACK_BYTES;
+use super::options::{Options, STACK_BYTES};
 use super::sample_times::{self, SampleTimes};
 use super::verdict::Environment;
 
@@ -122,16 +122,16 @@ pub struct References {
 
 impl References {
     /// Opens (or creates) `cache/ground-truth/<dataset digest>-<environment>-<settings>`:
-    /// reference results depend on the network, the official guards (see `Options::guards`)
-    /// and the limits as much as on the data and the environment.
+    /// reference results depend on the network, the official guards (see `Options::guards`),
+    /// the conditions and the limits as much as on the data and the environment.
     pub fn open(
         cache: &Path,
         dataset: &Dataset,
         environment: &str,
-        network: bool,
-        guards: bool,
+        options: &Options,
     ) -> Result<Self, RunDirError> {
-        let identity = cache_identity(&dataset.digest, environment, network, guards);
+        let guards = options.guards;
+        let identity = cache_identity(&dataset.digest, environment, options);
         let name = cache_name(&dataset.digest, environment, &identity);
         let path = cache.join(CACHE_DIR).join(name);
         let mut manifest = Manifest::new(Kind::BigcodebenchGroundTruth, identity);
@@ -230,17 +230,13 @@ impl References {
 }
 
 /// What decides a reference run's verdict and time, besides the code: the cache's identity.
-fn cache_identity(
-    dataset_digest: &str,
-    environment: &str,
-    network: bool,
-    guards: bool,
-) -> Identity {
+fn cache_identity(dataset_digest: &str, environment: &str, options: &Options) -> Identity {
     Identity {
         dataset_digest: Some(dataset_digest.to_string()),
         environment: Some(environment.to_string()),
-        network: Some(network),
-        guards: Some(guards),
+        network: Some(options.network),
+        guards: Some(options.guards),
+        conditions: Some(options.conditions),
         timeout_seconds: Some(REFERENCE_TIMEOUT.as_secs()),
         memory_bytes: Some(REFERENCE_MEMORY_BYTES),
         processes: Some(reference_processes()),

@@ -14,7 +14,7 @@ import tempfile
 import time
 import traceback
 
-from . import confine, script_job, session, unittest_job, wire
+from . import conditions, confine, script_job, session, unittest_job, wire
 from .wire import CTL, RES
 
 JOB_KINDS = {"unittest": unittest_job.run, "script": script_job.run, "session": session.run}
@@ -77,6 +77,7 @@ def _prepare(spec):
             os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(base64.b64decode(item["data"]))
+    conditions.apply(spec.get("conditions", {}))
     _apply_limits(spec.get("limits", {}))
 
 

@@ -39,10 +39,10 @@ def namespaced(cfg, workspace):
               | (0 if network else L.CLONE_NEWNET))
     L.mount("proc", "/proc", "proc", L.MS_NOSUID | L.MS_NODEV | L.MS_NOEXEC)
     L.mount(workspace, "/tmp", None, L.MS_BIND)
-    # Hide every other job's workspace.
-    L.mount("tmpfs", "/ws", "tmpfs", L.MS_RDONLY | L.MS_NOSUID | L.MS_NODEV, "size=4k,mode=555")
     L.mount("tmpfs", "/dev/shm", "tmpfs", L.MS_NOSUID | L.MS_NODEV,
             f"size={cfg['shm_mib']}m,mode=1777")
+    # A root of its own, without /ws: every other job's workspace is out of sight.
+    view.own_root("/ws")
     if not network:
         L.loopback_up()
     _oom_first()

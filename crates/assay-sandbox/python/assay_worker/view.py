@@ -123,3 +123,39 @@ def build(readonly, masks, mountpoints):
     finally:
         for fd in [fd for fd, _, _ in sources.values()] + list(devices.values()):
             os.close(fd)
+
+
+def own_root(scratch):
+    """Moves this job into a root directory of its own that nobody may write, the view's mounts
+    bound inside it (all but ``scratch``, which becomes the new root).
+
+    The worker's root is one read-only tmpfs for all its jobs, so a job creating ``/target``
+    got ``EROFS``, where the official image, which runs code as a non-root user, gives
+    ``EACCES`` (``PermissionError``): code that catches one and not the other behaves
+    differently. This root is writable as a mount but mode 0555, and the job has no
+    capability, so creating anything in it is refused with ``EACCES``. The job owns it (it is
+    its own tmpfs), so code could chmod it and write there: only into its own root, which
+    dies with it. The system directories stay read-only binds (``EROFS`` below them).
+    """
+    L.mount("tmpfs", scratch, "tmpfs", L.MS_NOSUID | L.MS_NODEV, "size=64k,mode=755")
+    skip = scratch.strip("/")
+    for name in os.listdir("/"):
+        source, target = "/" + name, f"{scratch}/{name}"
+        if name == skip:
+            continue
+        if os.path.islink(source):
+            os.symlink(os.readlink(source), target)
+        elif os.path.isdir(source):
+            os.mkdir(target, 0o555)
+            L.mount(source, target, None, L.MS_BIND | L.MS_REC)
+        else:
+            open(target, "w").close()
+            L.mount(source, target, None, L.MS_BIND)
+    os.mkdir(f"{scratch}/.old")
+    os.chdir(scratch)
+    L.pivot_root(".", ".old")
+    os.chdir("/")
+    L.umount("/.old")
+    os.rmdir("/.old")
+    os.chmod("/", 0o555)
+
