@@ -274,6 +274,12 @@ pub struct JudgingArgs {
     pub semantics: SemanticsArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
+    /// After judging, run every judged sample N more times, each round changing one condition
+    /// its verdict ought not to depend on (round 1: another directory listing order, 2: other
+    /// random seeds, 3: other timing and CPU load, then again with new values), and report the
+    /// samples whose verdict changed, with what changed it, and pass@1's range.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub stability: u32,
 }
 
 /// Which model answers, and how it is asked.
@@ -416,6 +422,7 @@ impl JudgingArgs {
             memory_mib: self.memory,
             guards: self.semantics.guards(),
             engine: self.engine.settings(),
+            stability: self.stability,
         }
     }
 }

@@ -4,7 +4,8 @@ use std::path::Path;
 
 use assay_eval::bigcodebench::ground_truth::failed_ids;
 use assay_records::{
-    EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split, OFFICIAL_TIMEOUT_SECONDS,
+    EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split, StabilitySummary,
+    OFFICIAL_TIMEOUT_SECONDS,
 };
 
 /// A cost in US dollars: cents, or finer below a dollar (a few requests cost fractions of a
@@ -116,6 +117,9 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
             cost(summary.cost_usd)
         );
     }
+    if let Some(found) = &summary.stability {
+        stability(found);
+    }
     let saved = &summary.budgets_saved;
     if saved.samples > 0 {
         println!(
@@ -130,6 +134,55 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
         summary.wall_seconds,
         dir.display()
     );
+}
+
+/// Prints what `--stability` found.
+fn stability(found: &StabilitySummary) {
+    let range = &found.pass_at_1;
+    println!(
+        "  stability: pass@1 {:.4} here, {:.4} to {:.4} over {}",
+        range.run,
+        range.min,
+        range.max,
+        count(found.rounds.len(), "round", "rounds")
+    );
+    for round in &found.rounds {
+        println!(
+            "    round {} ({}): pass@1 {:.4}, {} of {} changed",
+            round.round,
+            round.change.describe(),
+            round.pass_at_1,
+            round.changed,
+            count(round.samples, "verdict", "verdicts")
+        );
+    }
+    for changed in &found.changed {
+        let rounds: Vec<String> = changed
+            .rounds
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} with {} (round {}): {}",
+                    r.status,
+                    r.change.describe(),
+                    r.round,
+                    first_line(&r.reason)
+                )
+            })
+            .collect();
+        println!(
+            "    {} (sample {}): {} here; {}{}",
+            changed.task_id,
+            changed.index,
+            changed.status,
+            rounds.join("; "),
+            if changed.changes_anyway {
+                "; changes under the same conditions too"
+            } else {
+                ""
+            }
+        );
+    }
 }
 
 /// Prints what a generation came to.

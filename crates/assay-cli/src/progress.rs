@@ -236,6 +236,23 @@ impl Listener for Progress {
                 self.samples.1 += 1;
             }
             RunEvent::ReferenceJudged { .. } => self.references.0 += 1,
+            RunEvent::StabilityRoundStarted {
+                round,
+                change,
+                samples,
+                done,
+            } => {
+                self.say(&format!("stability round {round}: {}", change.describe()));
+                self.enter(Phase::Judging);
+                self.statuses.clear();
+                self.samples = (*samples, *done);
+            }
+            // A confirmation under the run's own conditions is not one of the round's samples.
+            RunEvent::SampleRerun { record } if record.change.is_some() => {
+                *self.statuses.entry(record.record.status).or_insert(0) += 1;
+                self.samples.1 += 1;
+            }
+            RunEvent::SampleRerun { .. } => {}
             RunEvent::EpisodesStarted { episodes, done } => {
                 if *done > 0 {
                     self.say(&format!(

@@ -42,6 +42,7 @@ pub async fn check(
         memory_mib: REFERENCE_MEMORY_BYTES >> 20,
         guards: request.guards,
         engine: request.engine.clone(),
+        stability: 0,
     };
     let options = settings.options(Split::Complete)?;
     let harness: Vec<&Path> = request.out.iter().map(PathBuf::as_path).collect();

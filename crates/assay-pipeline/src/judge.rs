@@ -10,15 +10,16 @@ use assay_eval::bigcodebench::samples::Samples;
 use assay_eval::bigcodebench::verdict::Environment;
 use assay_eval::probe::missing_modules;
 use assay_records::{
-    EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener, Manifest, RunEvent,
-    SampleRecord, Split, TimePolicy,
+    Conditions, EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener, Manifest,
+    RunEvent, SampleRecord, Split, TimePolicy,
 };
-use assay_rundir::{Opened, RunDir};
+use assay_rundir::{Opened, RunDir, SUMMARY};
 use assay_sandbox::{Engine, Limits};
 use assay_tasks::bigcodebench::Dataset;
 
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
+use crate::stability;
 
 /// How samples are judged: what `eval`, `run` and `check` share.
 #[derive(Debug, Clone)]
@@ -34,6 +35,9 @@ pub struct JudgeSettings {
     pub guards: bool,
     /// How the sandbox runs.
     pub engine: EngineSettings,
+    /// Stability rounds after the evaluation (`--stability N`): every judged sample run again
+    /// under a changed condition that ought not to matter, one per round.
+    pub stability: u32,
 }
 
 impl JudgeSettings {
@@ -93,6 +97,9 @@ impl JudgeSettings {
             env,
             options,
             memory_mib: self.memory_mib,
+            settings: self.engine.clone(),
+            harness: harness.iter().map(|p| p.to_path_buf()).collect(),
+            stability: self.stability,
         })
     }
 }
@@ -103,6 +110,10 @@ pub struct Judge {
     env: assay_pyenv::Environment,
     options: Options,
     memory_mib: u64,
+    /// How the engine was started, and what it hides: stability rounds start others so.
+    settings: EngineSettings,
+    harness: Vec<PathBuf>,
+    stability: u32,
 }
 
 /// What judging a dataset needs besides the engine: what the environment lacks, and the
@@ -251,9 +262,53 @@ impl Judge {
             unanswered: job.unanswered,
             generation: job.generation,
         };
-        Ok(evaluation
+        let judged = evaluation
             .run(job.run, job.records, &mut references, listener)
-            .await?)
+            .await?;
+        let mut summary = judged.summary;
+        if self.stability > 0 {
+            let found = stability::rounds(
+                self,
+                &evaluation,
+                job.run,
+                &judged.results,
+                &references,
+                listener,
+            )
+            .await?;
+            summary.stability = Some(found);
+            job.run.write_json(SUMMARY, &summary)?;
+        }
+        Ok(summary)
+    }
+
+    /// An engine like this judge's but under `conditions`, with `jobs` CPU slots (none: the
+    /// same as this one's).
+    pub(crate) async fn other_engine(
+        &self,
+        conditions: Conditions,
+        jobs: Option<usize>,
+    ) -> Result<Engine, PipelineError> {
+        let mut settings = self.settings.clone();
+        settings.conditions = conditions;
+        if let Some(jobs) = jobs {
+            settings.max_jobs = settings
+                .max_jobs
+                .map(|max| max * jobs / self.engine.concurrency());
+            settings.jobs = Some(jobs);
+        }
+        let harness: Vec<&Path> = self.harness.iter().map(PathBuf::as_path).collect();
+        engine::start(&self.env, &settings, &harness).await
+    }
+
+    /// Stability rounds to run after the evaluation.
+    pub(crate) fn stability_rounds(&self) -> u32 {
+        self.stability
+    }
+
+    /// The conditions this judge's jobs run under.
+    pub fn conditions(&self) -> Conditions {
+        self.options.conditions
     }
 
     /// The engine (its isolation report, its Python).

@@ -13,5 +13,6 @@ pub mod merge;
 pub mod pybench;
 pub mod run;
 pub mod selection;
+pub mod stability;
 
 pub use error::PipelineError;

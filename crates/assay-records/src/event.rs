@@ -3,9 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::conditions::Change;
 use crate::episode::EpisodeRecord;
 use crate::generation::{GenerationOutcome, GenerationRecord};
 use crate::sample::SampleRecord;
+use crate::stability::StabilityRecord;
 
 /// One thing that happened in a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +58,23 @@ pub enum RunEvent {
     SampleJudged {
         /// Its record.
         record: Box<SampleRecord>,
+    },
+    /// A stability round starts (`--stability`): `samples` to run again under `change`,
+    /// `done` of them by an earlier session.
+    StabilityRoundStarted {
+        /// The round, from 1.
+        round: u32,
+        /// What it changes.
+        change: Change,
+        /// Samples it runs again in all.
+        samples: usize,
+        /// Of those, already run again.
+        done: usize,
+    },
+    /// A sample was run again in a stability round (`stability.jsonl` keeps it).
+    SampleRerun {
+        /// Its record.
+        record: Box<StabilityRecord>,
     },
     /// A reference solution got its verdict (the ground-truth cache keeps it).
     ReferenceJudged {

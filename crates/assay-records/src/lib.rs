@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod outcome;
 pub mod sample;
 pub mod shard;
+pub mod stability;
 pub mod summary;
 pub mod time_policy;
 pub mod utc;
@@ -40,6 +41,9 @@ pub use manifest::{
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
 pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
 pub use shard::Shard;
+pub use stability::{
+    ChangedIn, ChangedVerdict, PassAt1Range, RoundFigures, StabilityRecord, StabilitySummary,
+};
 pub use summary::{BudgetsSaved, CheckSummary, EvalSummary, Scores, Slow};
 pub use time_policy::{TestBudget, TimePolicy, OFFICIAL_TIMEOUT_SECONDS};
 pub use utc::Utc;

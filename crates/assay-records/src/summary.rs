@@ -74,6 +74,10 @@ pub struct EvalSummary {
     /// What those tokens cost in US dollars, at the prices given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// What `--stability N` found: verdicts that changed under conditions that ought not to
+    /// matter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stability: Option<crate::StabilitySummary>,
     /// Seconds this session took.
     pub wall_seconds: f64,
 }

@@ -179,6 +179,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         memory_mib: Some(8192),
         network: Some(false),
         guards: Some(true),
+        conditions: Some(Conditions::default()),
         environment: Some("e".into()),
         samples_digest: Some("s".into()),
         timeout_seconds: Some(240),

@@ -354,6 +354,11 @@ impl Engine {
     pub fn python_version(&self) -> &str {
         &self.inner.python_version
     }
+
+    /// Its CPU slots: jobs computing at once.
+    pub fn concurrency(&self) -> usize {
+        self.inner.config.concurrency.max(1)
+    }
 }
 
 impl Inner {

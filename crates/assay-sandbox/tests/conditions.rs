@@ -165,5 +165,8 @@ print(json.dumps({
     assert_eq!(out["open"], "PermissionError EACCES");
     assert_eq!(out["access"], false);
     assert_eq!(out["tmp"], "done");
-    assert_eq!(out["workspaces"], false, "no other job's workspace in sight");
+    assert_eq!(
+        out["workspaces"], false,
+        "no other job's workspace in sight"
+    );
 }

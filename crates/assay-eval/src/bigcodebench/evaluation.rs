@@ -131,7 +131,7 @@ impl Evaluation<'_> {
         records: Vec<SampleRecord>,
         references: &mut References,
         listener: &mut dyn Listener,
-    ) -> Result<EvalSummary, EvalError> {
+    ) -> Result<Judged, EvalError> {
         let Evaluation {
             engine,
             dataset,
@@ -184,17 +184,7 @@ impl Evaluation<'_> {
         });
         for (sample, known) in pending {
             let task = tasks[sample.task_id.as_str()];
-            let (program, digest) = programs[sample.index].clone();
-            let mut job = Job {
-                index: sample.index,
-                task_id: sample.task_id.clone(),
-                program,
-                digest,
-                test: task.test.clone(),
-                limits: options.limits.clone(),
-                test_budgets: Default::default(),
-                guards: options.guards,
-            };
+            let mut job = Job::new(sample, task, programs[sample.index].clone(), options);
             let mut reference = waiting.get(&sample.task_id).cloned();
             let (engine, environment, tx, time) = (
                 engine.clone(),
@@ -211,9 +201,7 @@ impl Evaluation<'_> {
                         .and_then(|r| r.clone()),
                     None => known,
                 };
-                job.limits.wall = time.limit(measured.as_ref());
-                job.limits.cpu = None;
-                job.test_budgets = time.test_budgets(measured.as_ref());
+                job.limit(&time, measured.as_ref());
                 let _ = tx.send(Finished::Sample(judge(&engine, &environment, job).await));
             });
         }
@@ -256,7 +244,7 @@ impl Evaluation<'_> {
                 calibrated: options.calibrated,
                 time_policy: options.time.clone(),
                 model,
-                results,
+                results: results.clone(),
                 unanswered,
                 isolation: engine.isolation().level,
                 ground_truth,
@@ -265,8 +253,57 @@ impl Evaluation<'_> {
             },
         )?;
         listener.on_event(&RunEvent::JudgingFinished);
-        Ok(summary)
+        Ok(Judged { summary, results })
     }
+
+    /// Runs the samples at `indexes` again (a stability round: `engine` under other
+    /// conditions), longest first as [`Evaluation::run`] orders them, with the limits their
+    /// references set, handing each record to `finished` as it comes. Every reference must be
+    /// measured already.
+    pub async fn rerun(
+        &self,
+        indexes: &[usize],
+        references: &References,
+        mut finished: impl FnMut(SampleRecord) -> Result<(), EvalError>,
+    ) -> Result<(), EvalError> {
+        let tasks: HashMap<&str, &Task> = self
+            .dataset
+            .tasks
+            .iter()
+            .map(|t| (t.task_id.as_str(), t))
+            .collect();
+        let programs = programs(self.samples, &tasks, self.options.calibrated);
+        let mut chosen: Vec<(&Sample, Option<&ReferenceResult>)> = indexes
+            .iter()
+            .filter_map(|&i| self.samples.samples.get(i))
+            .map(|s| (s, references.truth.tasks.get(&s.task_id)))
+            .collect();
+        let expected = |(sample, reference): &(&Sample, Option<&ReferenceResult>)| {
+            let times = &references.sample_times;
+            times.expected(&sample.task_id, reference.map(|r| r.seconds))
+        };
+        chosen.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
+        // Polled from this one task, in this order: they queue for the slots in it.
+        let mut jobs = FuturesUnordered::new();
+        for (sample, measured) in chosen {
+            let task = tasks[sample.task_id.as_str()];
+            let mut job = Job::new(sample, task, programs[sample.index].clone(), self.options);
+            job.limit(&self.options.time, measured);
+            jobs.push(judge(self.engine, self.environment, job));
+        }
+        while let Some(record) = jobs.next().await {
+            finished(record)?;
+        }
+        Ok(())
+    }
+}
+
+/// What an evaluation came to: its figures and every sample's record, by index.
+pub struct Judged {
+    /// The figures (`summary.json`).
+    pub summary: EvalSummary,
+    /// Every sample's record, by index (the unanswered apart).
+    pub results: BTreeMap<usize, SampleRecord>,
 }
 
 /// What an evaluation's derived files are made from: the records of its samples and what they

@@ -3,9 +3,14 @@
 use std::collections::BTreeMap;
 
 use assay_records::{
-    InfraCause, IsolationLevel, SampleRecord, Status, TestBudget, RECORD_OUTPUT_BYTES,
+    InfraCause, IsolationLevel, ReferenceResult, SampleRecord, Status, TestBudget, TimePolicy,
+    RECORD_OUTPUT_BYTES,
 };
 use assay_sandbox::{Engine, Limits, UnittestJob};
+use assay_tasks::bigcodebench::Task;
+
+use super::options::Options;
+use super::samples::Sample;
 
 use super::verdict::{infra_cause, official, Environment};
 
@@ -25,6 +30,36 @@ pub(crate) struct Job {
     /// Budgets of single tests (none: the job's limit alone).
     pub test_budgets: BTreeMap<String, TestBudget>,
     pub guards: bool,
+}
+
+impl Job {
+    /// `sample`'s program (with its digest) against `task`'s tests, under `options`; its time
+    /// limits are set by [`Job::limit`] once the reference's measurements are known.
+    pub(crate) fn new(
+        sample: &Sample,
+        task: &Task,
+        program: (String, String),
+        options: &Options,
+    ) -> Job {
+        let (program, digest) = program;
+        Job {
+            index: sample.index,
+            task_id: sample.task_id.clone(),
+            program,
+            digest,
+            test: task.test.clone(),
+            limits: options.limits.clone(),
+            test_budgets: Default::default(),
+            guards: options.guards,
+        }
+    }
+
+    /// Sets the job's time limit and its tests' budgets from the reference's measurements.
+    pub(crate) fn limit(&mut self, time: &TimePolicy, measured: Option<&ReferenceResult>) {
+        self.limits.wall = time.limit(measured);
+        self.limits.cpu = None;
+        self.test_budgets = time.test_budgets(measured);
+    }
 }
 
 /// Runs one job and turns its outcome into a record.
