@@ -153,6 +153,46 @@ fn trajectory() -> TrajectoryRecord {
     }
 }
 
+fn stability() -> StabilitySummary {
+    StabilitySummary {
+        conditions: Conditions::default(),
+        rounds: vec![RoundFigures {
+            round: 1,
+            change: Change::Listing,
+            conditions: Conditions::default().changed(Change::Listing, 1),
+            samples: 1,
+            pass_at_1: 0.0,
+            changed: 1,
+        }],
+        pass_at_1: PassAt1Range {
+            run: 1.0,
+            min: 0.0,
+            max: 1.0,
+        },
+        changed: vec![ChangedVerdict {
+            index: 0,
+            task_id: "BigCodeBench/1".into(),
+            status: Status::Pass,
+            rounds: vec![ChangedIn {
+                round: 1,
+                change: Change::Listing,
+                status: Status::Fail,
+                reason: "1 of 1 tests failed".into(),
+            }],
+            changes_anyway: false,
+        }],
+    }
+}
+
+fn rerun() -> StabilityRecord {
+    StabilityRecord {
+        round: 1,
+        change: Some(Change::Listing),
+        conditions: Conditions::default().changed(Change::Listing, 1),
+        record: sample(),
+    }
+}
+
 #[test]
 fn every_field_of_every_record_is_in_the_spec() {
     let spec = spec();
@@ -257,6 +297,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         budgets_saved: BudgetsSaved::default(),
         tokens: Some(TokenUsage::default()),
         cost_usd: Some(0.0),
+        stability: Some(stability()),
         wall_seconds: 0.0,
     };
     let check = CheckSummary {
@@ -295,6 +336,19 @@ fn every_field_of_every_record_is_in_the_spec() {
             "BudgetsSaved",
             undocumented(&BudgetsSaved::default(), &spec),
         ),
+        ("StabilitySummary", undocumented(&stability(), &spec)),
+        ("RoundFigures", undocumented(&stability().rounds[0], &spec)),
+        ("PassAt1Range", undocumented(&stability().pass_at_1, &spec)),
+        (
+            "ChangedVerdict",
+            undocumented(&stability().changed[0], &spec),
+        ),
+        (
+            "ChangedIn",
+            undocumented(&stability().changed[0].rounds[0], &spec),
+        ),
+        ("StabilityRecord", undocumented(&rerun(), &spec)),
+        ("Conditions", undocumented(&Conditions::default(), &spec)),
         ("EpisodeRecord", undocumented(&episode(), &spec)),
         ("CellRecord", undocumented(&episode().cells[0], &spec)),
         ("Verdicts", undocumented(&episode().verdicts, &spec)),
@@ -367,6 +421,15 @@ fn every_event_is_in_the_spec() {
         RunEvent::ReferenceJudged {
             record: Box::new(sample()),
         },
+        RunEvent::StabilityRoundStarted {
+            round: 1,
+            change: Change::Listing,
+            samples: 0,
+            done: 0,
+        },
+        RunEvent::SampleRerun {
+            record: Box::new(rerun()),
+        },
         RunEvent::EpisodesStarted {
             episodes: 0,
             done: 0,
@@ -387,6 +450,8 @@ fn every_event_is_in_the_spec() {
             | RunEvent::JudgingStarted { .. }
             | RunEvent::SampleJudged { .. }
             | RunEvent::ReferenceJudged { .. }
+            | RunEvent::StabilityRoundStarted { .. }
+            | RunEvent::SampleRerun { .. }
             | RunEvent::EpisodesStarted { .. }
             | RunEvent::EpisodeJudged { .. }
             | RunEvent::JudgingFinished => {}

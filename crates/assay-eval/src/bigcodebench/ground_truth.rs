@@ -283,21 +283,28 @@ mod tests {
 
     #[test]
     fn the_cache_keeps_its_name_for_the_same_settings() {
-        let mut identity = cache_identity("c6fa81716b54c153", "env-1", false, true);
+        let options = Options {
+            split: assay_records::Split::Complete,
+            calibrated: true,
+            limits: Limits::default(),
+            time: assay_records::TimePolicy::DEFAULT,
+            network: false,
+            guards: true,
+            conditions: assay_records::Conditions::default(),
+        };
+        let mut identity = cache_identity("c6fa81716b54c153", "env-1", &options);
         identity.processes = Some(144);
-        // The compact JSON with sorted keys, as the cache's first versions hashed it.
+        // The compact JSON with sorted keys, as the cache's first versions hashed it (the
+        // conditions came with the fixed listing order and seeds).
+        let settings = "{\"conditions\":{\"listing\":\"hashed\",\"listing_key\":0,\"seed\":0},\
+                        \"dataset_digest\":\"c6fa81716b54c153\",\"environment\":\"env-1\",\
+                        \"guards\":true,\"memory_bytes\":8589934592,\"network\":false,\
+                        \"processes\":144,\"timeout_seconds\":240}";
         assert_eq!(
             serde_json::to_value(&identity).unwrap().to_string(),
-            "{\"dataset_digest\":\"c6fa81716b54c153\",\"environment\":\"env-1\",\
-             \"guards\":true,\"memory_bytes\":8589934592,\"network\":false,\"processes\":144,\
-             \"timeout_seconds\":240}"
+            settings
         );
-        let hash = blake3::hash(
-            b"{\"dataset_digest\":\"c6fa81716b54c153\",\"environment\":\"env-1\",\
-              \"guards\":true,\"memory_bytes\":8589934592,\"network\":false,\"processes\":144,\
-              \"timeout_seconds\":240}",
-        )
-        .to_hex();
+        let hash = blake3::hash(settings.as_bytes()).to_hex();
         assert_eq!(
             cache_name("c6fa81716b54c153", "env-1", &identity),
             format!("c6fa81716b54c153-env-1-{}", &hash[..8])
