@@ -357,6 +357,7 @@ pub async fn pybench(
         cell_timeout_seconds: settings.as_ref().map(|s| s.cell_timeout.as_secs()),
         observation_chars: settings.as_ref().map(|s| s.observation_chars),
         network: Some(request.engine.network),
+        conditions: Some(request.engine.conditions),
         environment: Some(request.env.key()),
         ..Identity::default()
     };

@@ -169,4 +169,17 @@ print(json.dumps({
         out["workspaces"], false,
         "no other job's workspace in sight"
     );
+
+    // A job owns its root, so it can make it writable (Landlock still keeps it from writing
+    // there): whatever it does, it does to its own root only.
+    let planted = report(
+        &engine,
+        "import json, os\nos.chmod('/', 0o755)\ntry:\n    open('/planted', 'w').write('x')\nexcept PermissionError:\n    pass\nprint(json.dumps(oct(os.stat('/').st_mode & 0o777)))",
+    );
+    assert_eq!(planted, "0o755");
+    let next = report(
+        &engine,
+        "import json, os\nprint(json.dumps([os.path.exists('/planted'), oct(os.stat('/').st_mode & 0o777)]))",
+    );
+    assert_eq!(next, serde_json::json!([false, "0o555"]));
 }
