@@ -132,6 +132,22 @@ fn verdicts_that_follow_the_listing_order_or_the_seed_are_found_with_their_cause
     );
     assert!(printed.contains("BigCodeBench/1 (sample 0): pass here; fail with another directory listing order (round 1)"), "{printed}");
 
+    // The report shows it too, in the terminal and on the page.
+    let report = assay_command(dir.path())
+        .args(["report", "run", "--html", "report.html"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let line = "stability: pass@1 0.6667, 0.3333 to 1.0000 over 3 rounds; 2 verdicts changed: \
+                BigCodeBench/1 (listing), BigCodeBench/2 (seed)";
+    assert!(
+        text(&report.stdout).contains(line),
+        "{}",
+        text(&report.stdout)
+    );
+    let page = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(page.contains("BigCodeBench/1 (listing), BigCodeBench/2 (seed)"));
+
     // Run again: every rerun is kept, none runs twice, and the figures are the same.
     let again = text(&eval(dir.path()).stdout);
     assert_eq!(

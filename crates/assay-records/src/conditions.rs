@@ -87,6 +87,15 @@ impl Change {
         (Self::ROTATION[(turn % 3) as usize], turn / 3 + 1)
     }
 
+    /// Its name in the records: `listing`, `seed`, `load`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Listing => "listing",
+            Change::Seed => "seed",
+            Change::Load => "load",
+        }
+    }
+
     /// What the summary calls it.
     pub fn describe(self) -> &'static str {
         match self {

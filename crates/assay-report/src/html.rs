@@ -112,6 +112,16 @@ fn runs_table(out: &mut String, report: &Report) {
         );
     }
     out.push_str("</table>");
+    for run in report.runs.iter() {
+        if let Some(found) = &run.stability {
+            let _ = write!(
+                out,
+                "<p class=\"stability\">{} stability: {}</p>",
+                escape(&run.label),
+                escape(&crate::stability_line(found))
+            );
+        }
+    }
 }
 
 /// One stacked bar per run: its samples by status.

@@ -14,7 +14,7 @@ mod terminal;
 
 use std::collections::BTreeMap;
 
-use assay_records::TokenUsage;
+use assay_records::{StabilitySummary, TokenUsage};
 use assay_score::compare::{bootstrap_mean, mcnemar_exact, RESAMPLES, SEED};
 use assay_score::elo::ratings;
 use assay_score::{pass_at_k, DEFAULT_KS};
@@ -71,6 +71,8 @@ pub struct RunFigures {
     pub wall_seconds: Option<f64>,
     /// Tokens billed.
     pub tokens: Option<TokenUsage>,
+    /// What `--stability` found.
+    pub stability: Option<StabilitySummary>,
 }
 
 /// A group's figure.
@@ -215,7 +217,36 @@ pub fn figures(run: &Run) -> RunFigures {
         by_library,
         wall_seconds: run.wall_seconds,
         tokens: run.tokens.clone(),
+        stability: run.stability.clone(),
     }
+}
+
+/// What `--stability` found, in one line: pass@1's range and the verdicts that changed, each
+/// with what changed it.
+pub(crate) fn stability_line(found: &StabilitySummary) -> String {
+    let range = &found.pass_at_1;
+    let changed: Vec<String> = found
+        .changed
+        .iter()
+        .map(|c| {
+            let mut causes: Vec<&str> = c.rounds.iter().map(|r| r.change.as_str()).collect();
+            causes.dedup();
+            if c.changes_anyway {
+                causes.push("and under the same conditions");
+            }
+            format!("{} ({})", c.task_id, causes.join(", "))
+        })
+        .collect();
+    format!(
+        "pass@1 {:.4}, {:.4} to {:.4} over {} rounds; {} verdicts changed{}{}",
+        range.run,
+        range.min,
+        range.max,
+        found.rounds.len(),
+        changed.len(),
+        if changed.is_empty() { "" } else { ": " },
+        changed.join(", ")
+    )
 }
 
 /// A benchmark with its prompt style, as reports show it: `bigcodebench-hard complete`.

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Status, TokenUsage,
-    TrajectoryRecord, SCHEMA,
+    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, StabilitySummary, Status,
+    TokenUsage, TrajectoryRecord, SCHEMA,
 };
 use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -98,6 +98,8 @@ pub struct Run {
     pub wall_seconds: Option<f64>,
     /// Tokens billed for the answers, when the run asked a model.
     pub tokens: Option<TokenUsage>,
+    /// What `--stability` found, when the run had it.
+    pub stability: Option<StabilitySummary>,
     /// The samples that did not pass (and were not set apart), in task order.
     #[serde(skip)]
     pub failures: Vec<Failure>,
@@ -200,6 +202,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, SourceError> {
 
 fn load_dir(dir: &Path) -> Result<Run, SourceError> {
     let manifest = read_manifest(dir)?;
+    let summary = read_summary(&dir.join("summary.json"));
     let identity = &manifest.identity;
     let mut run = Run {
         label: label_of(dir),
@@ -211,8 +214,11 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         groups: BTreeMap::new(),
         libraries: BTreeMap::new(),
         statuses: BTreeMap::new(),
-        wall_seconds: read_wall_seconds(&dir.join("summary.json")),
+        wall_seconds: summary.as_ref().and_then(|s| s["wall_seconds"].as_f64()),
         tokens: None,
+        stability: summary
+            .as_ref()
+            .and_then(|s| serde_json::from_value(s["stability"].clone()).ok()),
         failures: Vec::new(),
     };
     let results = dir.join("results.jsonl");
@@ -358,9 +364,10 @@ fn labels<'a>(
     (domains, libraries)
 }
 
-fn read_wall_seconds(path: &Path) -> Option<f64> {
+/// A run's `summary.json`, when it has one that reads (a run in progress may not).
+fn read_summary(path: &Path) -> Option<Value> {
     let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str::<Value>(&text).ok()?["wall_seconds"].as_f64()
+    serde_json::from_str(&text).ok()
 }
 
 /// The official harness's `*_eval_results.json`: `{"date", "eval": {task_id: [{"status"}]}}`.
@@ -402,6 +409,7 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         statuses: BTreeMap::new(),
         wall_seconds: None,
         tokens: None,
+        stability: None,
         failures: Vec::new(),
     };
     (run.groups, run.libraries) = labels(None, eval.keys());

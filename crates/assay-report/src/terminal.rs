@@ -92,6 +92,10 @@ pub fn render(report: &Report) -> String {
             .map(|(s, n)| format!("{s} {n}"))
             .collect();
         let _ = writeln!(out, "{:<width$}  samples: {}", "", statuses.join(", "));
+        if let Some(found) = &run.stability {
+            let line = crate::stability_line(found);
+            let _ = writeln!(out, "{:<width$}  stability: {line}", "");
+        }
     }
     let groups: std::collections::BTreeSet<&String> =
         report.runs.iter().flat_map(|r| r.by_group.keys()).collect();
