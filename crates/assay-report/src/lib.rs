@@ -432,6 +432,7 @@ mod tests {
             statuses: BTreeMap::new(),
             wall_seconds: None,
             tokens: None,
+            stability: None,
             failures: Vec::new(),
         }
     }
