@@ -17,7 +17,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile, SilentObserver};
-use assay_sandbox::{Engine, EngineConfig, IsolationMode, SessionSpec, Status, UnittestJob};
+use assay_sandbox::{
+    Conditions, Engine, EngineConfig, IsolationMode, ListingOrder, SessionSpec, Status, UnittestJob,
+};
 
 const TRIVIAL_CODE: &str = "def task_func(x):\n    return x * 2\n";
 const TRIVIAL_TEST: &str = "import unittest\n\nclass TestCases(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(task_func(2), 4)\n";
@@ -48,6 +50,21 @@ class TestCases(unittest.TestCase):
         _, ax = task_func([("mon", 1)])
         self.assertEqual(ax.get_title(), "Sales by day")
 "#;
+
+/// Lists a directory of 1,000 files 20 times, the ways code does: what the listing order costs.
+const LISTING_CODE: &str = r#"
+import glob, os
+
+def task_func(n):
+    os.makedirs("many", exist_ok=True)
+    for i in range(n):
+        open(os.path.join("many", f"file{i}.txt"), "w").close()
+    seen = 0
+    for _ in range(10):
+        seen += len(os.listdir("many")) + len(glob.glob("many/*.txt"))
+    return seen
+"#;
+const LISTING_TEST: &str = "import unittest\n\nclass TestCases(unittest.TestCase):\n    def test_listed(self):\n        self.assertEqual(task_func(1000), 20000)\n";
 
 /// The usual approach: a fresh interpreter runs code + tests with unittest.
 const FRESH_RUNNER: &str = r#"
@@ -191,7 +208,17 @@ fn rss_mib(pid: i32) -> f64 {
 }
 
 async fn start(python: &Path, profile: &str, prefork: usize) -> Engine {
+    start_under(python, profile, prefork, Conditions::default()).await
+}
+
+async fn start_under(
+    python: &Path,
+    profile: &str,
+    prefork: usize,
+    conditions: Conditions,
+) -> Engine {
     let mut config = EngineConfig::new(python);
+    config.conditions = conditions;
     config.preload = Profile::by_name(profile).unwrap().preload_modules();
     config.isolation = IsolationMode::Strict;
     config.concurrency = 2;
@@ -275,6 +302,25 @@ fn main() {
         let unforked = engine_jobs(&cold, TRIVIAL_CODE, TRIVIAL_TEST, reps(50)).await;
         row("trivial job without prefork", &fresh_trivial, &unforked);
         drop(cold);
+
+        // The listing order: the filesystem's own against the default (hashed), in one job
+        // that lists 1,000 files 20 times.
+        let mut orders = Vec::new();
+        for listing in [ListingOrder::Kernel, ListingOrder::Hashed] {
+            let conditions = Conditions {
+                listing,
+                ..Conditions::default()
+            };
+            let engine = start_under(&python, "test", 2, conditions).await;
+            orders.push(engine_jobs(&engine, LISTING_CODE, LISTING_TEST, reps(20)).await);
+        }
+        println!(
+            "  listing 1,000 files 20 times: kernel order {} (p90 {}), hashed {} (p90 {})",
+            ms(orders[0].median),
+            ms(orders[0].p90),
+            ms(orders[1].median),
+            ms(orders[1].p90)
+        );
 
         let plot_ratio = fresh_plot.median.as_secs_f64() / plot.median.as_secs_f64();
         println!("targets (full isolation):");
