@@ -4,8 +4,8 @@
 
 mod common;
 
-use assay_sandbox::{Conditions, Engine, ListingOrder, ScriptJob};
-use common::{config, json_report, run};
+use assay_sandbox::{Conditions, Engine, ListingOrder, ScriptJob, UnittestJob};
+use common::{assert_passed, config, json_report, run};
 use serde_json::Value;
 
 /// Lists a directory of ten files, made in name order, every way Python can.
@@ -182,4 +182,29 @@ print(json.dumps({
         "import json, os\nprint(json.dumps([os.path.exists('/planted'), oct(os.stat('/').st_mode & 0o777)]))",
     );
     assert_eq!(next, serde_json::json!([false, "0o555"]));
+}
+
+/// A sample as the official image judges it: it catches `PermissionError` where it may not
+/// write, and its test expects that (a read-only file system error would escape it).
+#[test]
+fn a_sample_that_catches_permission_errors_passes_as_officially() {
+    let engine = engine_with(Conditions::default());
+    let code = r#"
+import os
+def task_func(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+        return "made"
+    except PermissionError:
+        return "refused"
+"#;
+    let test = r#"
+import unittest
+class TestCases(unittest.TestCase):
+    def test_outside_the_workspace(self):
+        self.assertEqual(task_func("/target/out"), "refused")
+    def test_inside_it(self):
+        self.assertEqual(task_func("out"), "made")
+"#;
+    assert_passed(&run(engine.run_unittest(UnittestJob::new(code, test))));
 }
