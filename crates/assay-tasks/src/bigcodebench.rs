@@ -6,7 +6,7 @@
 //! default in December 2024, when the reference runs in our parity fixtures were made) and
 //! `v0.1.0_hf` (what the original leaderboard calls 0.1.0).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::Path;
 
@@ -183,6 +183,11 @@ impl Dataset {
     /// The task with id `task_id`, if the dataset has it.
     pub fn get(&self, task_id: &str) -> Option<&Task> {
         self.tasks.iter().find(|t| t.task_id == task_id)
+    }
+
+    /// Every task by its id: for lookups in a loop ([`Dataset::get`] searches).
+    pub fn by_id(&self) -> HashMap<&str, &Task> {
+        self.tasks.iter().map(|t| (t.task_id.as_str(), t)).collect()
     }
 
     /// Keeps only `ids`; an id the dataset doesn't have is an error naming it.

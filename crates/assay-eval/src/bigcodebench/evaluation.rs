@@ -143,11 +143,7 @@ impl Evaluation<'_> {
             generation,
         } = *self;
         let started = std::time::Instant::now();
-        let tasks: HashMap<&str, &Task> = dataset
-            .tasks
-            .iter()
-            .map(|t| (t.task_id.as_str(), t))
-            .collect();
+        let tasks: HashMap<&str, &Task> = dataset.by_id();
         let programs = programs(samples, &tasks, options.calibrated);
         let mut results = reuse(
             records,
@@ -266,12 +262,7 @@ impl Evaluation<'_> {
         references: &References,
         mut finished: impl FnMut(SampleRecord) -> Result<(), EvalError>,
     ) -> Result<(), EvalError> {
-        let tasks: HashMap<&str, &Task> = self
-            .dataset
-            .tasks
-            .iter()
-            .map(|t| (t.task_id.as_str(), t))
-            .collect();
+        let tasks: HashMap<&str, &Task> = self.dataset.by_id();
         let programs = programs(self.samples, &tasks, self.options.calibrated);
         let mut chosen: Vec<(&Sample, Option<&ReferenceResult>)> = indexes
             .iter()
@@ -352,11 +343,7 @@ pub fn conclude(run: &RunDir, concluded: Concluded) -> Result<EvalSummary, RunDi
         generation,
         wall,
     } = concluded;
-    let tasks: HashMap<&str, &Task> = dataset
-        .tasks
-        .iter()
-        .map(|t| (t.task_id.as_str(), t))
-        .collect();
+    let tasks: HashMap<&str, &Task> = dataset.by_id();
     let programs = programs(samples, &tasks, calibrated);
     // Samples the model never answered are `infra`: in both figures, as in the summary.
     for (i, (task_id, why)) in unanswered.iter().enumerate() {

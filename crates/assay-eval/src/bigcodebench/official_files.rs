@@ -31,12 +31,7 @@ impl Written<'_> {
     /// `eval_results.json` (official shape: the executed program, status and details of every
     /// sample with a verdict, by task in task order, samples in file order) and `pass_at_k.json`.
     pub fn write(&self, run: &RunDir) -> Result<(), RunDirError> {
-        let tasks: HashMap<&str, &Task> = self
-            .dataset
-            .tasks
-            .iter()
-            .map(|t| (t.task_id.as_str(), t))
-            .collect();
+        let tasks: HashMap<&str, &Task> = self.dataset.by_id();
         let mut eval: BTreeMap<u32, (String, Vec<Value>)> = BTreeMap::new();
         for sample in &self.samples.samples {
             let Some(result) = self.results.get(&sample.index) else {

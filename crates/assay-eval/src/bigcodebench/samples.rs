@@ -120,11 +120,7 @@ pub fn load(path: &Path, dataset: &Dataset) -> Result<Samples, SamplesError> {
         message,
     };
     let text = String::from_utf8(bytes).map_err(|e| file_error(format!("not UTF-8 text: {e}")))?;
-    let known: HashMap<&str, &Task> = dataset
-        .tasks
-        .iter()
-        .map(|t| (t.task_id.as_str(), t))
-        .collect();
+    let known: HashMap<&str, &Task> = dataset.by_id();
     let mut samples = Vec::new();
     let mut skipped = 0;
     for (number, line) in text.lines().enumerate() {
