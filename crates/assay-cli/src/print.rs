@@ -7,6 +7,7 @@ use assay_records::{
     EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split, StabilitySummary,
     OFFICIAL_TIMEOUT_SECONDS,
 };
+use assay_report::count;
 
 /// A cost in US dollars: cents, or finer below a dollar (a few requests cost fractions of a
 /// cent).
@@ -22,11 +23,6 @@ fn dollars(usd: f64) -> String {
 fn cost(usd: Option<f64>) -> String {
     usd.map(|usd| format!(", {}", dollars(usd)))
         .unwrap_or_default()
-}
-
-/// `n` and what it counts: `one` when `n` is 1, else `many`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Prints what an evaluation came to.

@@ -245,6 +245,7 @@ impl Listener for Progress {
                 self.say(&format!("stability round {round}: {}", change.describe()));
                 self.enter(Phase::Judging);
                 self.statuses.clear();
+                self.references = (0, 0);
                 self.samples = (*samples, *done);
             }
             // A confirmation under the run's own conditions is not one of the round's samples.

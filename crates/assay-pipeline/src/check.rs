@@ -69,6 +69,7 @@ pub async fn check(
             environment: Some(summary.environment.clone()),
             network: Some(request.engine.network),
             guards: Some(request.guards),
+            conditions: Some(request.engine.conditions),
             ..Identity::default()
         };
         let manifest = Manifest::new(Kind::BigcodebenchCheck, identity);

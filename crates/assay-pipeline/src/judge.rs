@@ -292,13 +292,21 @@ impl Judge {
         let mut settings = self.settings.clone();
         settings.conditions = conditions;
         if let Some(jobs) = jobs {
-            settings.max_jobs = settings
-                .max_jobs
-                .map(|max| max * jobs / self.engine.concurrency());
+            // A `--max-jobs` the user set stays the bound on jobs at once (unless below the
+            // slots, which it may not be).
+            settings.max_jobs = settings.max_jobs.map(|max| max.max(jobs));
             settings.jobs = Some(jobs);
         }
         let harness: Vec<&Path> = self.harness.iter().map(PathBuf::as_path).collect();
-        engine::start(&self.env, &settings, &harness).await
+        let engine = engine::start(&self.env, &settings, &harness).await?;
+        let (own, other) = (self.engine.isolation().level, engine.isolation().level);
+        if other != own {
+            return Err(PipelineError::Invalid(format!(
+                "a stability round's sandbox reached isolation {other:?}, the run's {own:?}: \
+                 their verdicts would not compare"
+            )));
+        }
+        Ok(engine)
     }
 
     /// Stability rounds to run after the evaluation.

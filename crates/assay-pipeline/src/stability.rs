@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use assay_eval::bigcodebench::evaluation::Evaluation;
 use assay_eval::bigcodebench::ground_truth::References;
 use assay_eval::bigcodebench::summary::scores;
+use assay_eval::resume::{reuse, Wanted};
 use assay_records::{
     Change, ChangedIn, ChangedVerdict, Conditions, Listener, PassAt1Range, RoundFigures, RunEvent,
     SampleRecord, StabilityRecord, StabilitySummary, Status,
@@ -46,26 +47,11 @@ pub(crate) async fn rounds(
     let (journal, earlier) = run.journal::<StabilityRecord>(STABILITY)?;
     let mut reruns = Reruns {
         journal,
-        kept: BTreeMap::new(),
+        kept: kept(own, earlier, results),
     };
-    // An earlier session's rerun counts if it ran the same program under the conditions its
-    // round has now.
-    for record in earlier {
-        let (change, cycle) = Change::of_round(record.round);
-        let expected = match record.change {
-            Some(c) if c == change => own.changed(change, cycle),
-            Some(_) => continue,
-            None => own,
-        };
-        let same_program = results
-            .get(&record.record.index)
-            .is_some_and(|r| r.program_digest == record.record.program_digest);
-        if same_program && record.conditions == expected {
-            let key = (record.round, record.change, record.record.index);
-            reruns.kept.insert(key, record);
-        }
-    }
+    let mut walls = Vec::new();
     for round in 1..=judge.stability_rounds() {
+        let started = std::time::Instant::now();
         let (change, cycle) = Change::of_round(round);
         let conditions = own.changed(change, cycle);
         let todo: Vec<usize> = judged
@@ -113,14 +99,55 @@ pub(crate) async fn rounds(
                 )
                 .await?;
         }
+        walls.push(started.elapsed().as_secs_f64());
     }
     reruns.journal.sync()?;
-    Ok(summarize(
-        own,
-        judge.stability_rounds(),
-        results,
-        &reruns.kept,
-    ))
+    Ok(summarize(own, &walls, results, &reruns.kept))
+}
+
+/// What an earlier session's reruns still give: a rerun counts for a judged sample of the same
+/// task that runs the same program (wherever that sample now is in the file, as
+/// [`reuse`] matches verdicts), in the same round, under the conditions that round has now.
+fn kept(
+    own: Conditions,
+    earlier: Vec<StabilityRecord>,
+    results: &BTreeMap<usize, SampleRecord>,
+) -> BTreeMap<Key, StabilityRecord> {
+    let mut by_place: BTreeMap<(u32, Option<Change>), Vec<SampleRecord>> = BTreeMap::new();
+    for rerun in earlier {
+        let (change, cycle) = Change::of_round(rerun.round);
+        let expected = match rerun.change {
+            Some(c) if c == change => own.changed(change, cycle),
+            Some(_) => continue,
+            None => own,
+        };
+        if rerun.conditions == expected {
+            let place = (rerun.round, rerun.change);
+            by_place.entry(place).or_default().push(rerun.record);
+        }
+    }
+    let mut kept = BTreeMap::new();
+    for ((round, change), records) in by_place {
+        let wanted = results
+            .values()
+            .filter(|r| r.status != Status::Infra)
+            .map(|r| Wanted {
+                index: r.index,
+                task_id: &r.task_id,
+                digest: &r.program_digest,
+            });
+        for (index, record) in reuse(records, wanted) {
+            let conditions = change.map_or(own, |c| own.changed(c, Change::of_round(round).1));
+            let rerun = StabilityRecord {
+                round,
+                change,
+                conditions,
+                record,
+            };
+            kept.insert((round, change, index), rerun);
+        }
+    }
+    kept
 }
 
 /// The reruns so far, and their journal.
@@ -162,10 +189,10 @@ impl Reruns {
     }
 }
 
-/// Whether `rerun` changed `run`'s verdict: pass against anything else. A rerun that could not
-/// be judged (`infra`) changes nothing.
+/// Whether `rerun` changed `run`'s verdict: the official pass against anything else, as pass@k
+/// counts it. A rerun that could not be judged (`infra`) changes nothing.
 fn changed(run: &SampleRecord, rerun: &SampleRecord) -> bool {
-    rerun.status != Status::Infra && (run.status == Status::Pass) != (rerun.status == Status::Pass)
+    rerun.status != Status::Infra && run.passed() != rerun.passed()
 }
 
 fn pass_at_1(results: &BTreeMap<usize, SampleRecord>) -> f64 {
@@ -176,10 +203,11 @@ fn pass_at_1(results: &BTreeMap<usize, SampleRecord>) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The figures of `rounds` rounds from the reruns kept.
+/// The figures of the rounds from the reruns kept; `walls`: the seconds this session spent on
+/// each round, in order.
 fn summarize(
     own: Conditions,
-    rounds: u32,
+    walls: &[f64],
     results: &BTreeMap<usize, SampleRecord>,
     kept: &BTreeMap<Key, StabilityRecord>,
 ) -> StabilitySummary {
@@ -191,7 +219,7 @@ fn summarize(
     };
     let mut figures = Vec::new();
     let mut verdicts: BTreeMap<usize, ChangedVerdict> = BTreeMap::new();
-    for round in 1..=rounds {
+    for (round, wall) in (1..).zip(walls) {
         let (change, cycle) = Change::of_round(round);
         let mut replaced = results.clone();
         let (mut samples, mut changes) = (0, 0);
@@ -199,7 +227,7 @@ fn summarize(
             .iter()
             .filter(|((r, c, _), _)| *r == round && *c == Some(change))
         {
-            let Some(result) = results.get(index) else {
+            let Some(result) = results.get(index).filter(|r| r.status != Status::Infra) else {
                 continue;
             };
             samples += 1;
@@ -236,6 +264,7 @@ fn summarize(
             samples,
             pass_at_1: pass,
             changed: changes,
+            wall_seconds: *wall,
         });
     }
     StabilitySummary {
@@ -249,16 +278,25 @@ fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_records::IsolationLevel;
+    use assay_records::{IsolationLevel, Official, OfficialStatus};
 
     fn record(index: usize, task: &str, status: Status) -> SampleRecord {
+        let official = match status {
+            Status::Infra => None,
+            Status::Pass => Some(OfficialStatus::Pass),
+            Status::Timeout => Some(OfficialStatus::Timeout),
+            _ => Some(OfficialStatus::Fail),
+        };
         SampleRecord {
             index,
             task_id: task.into(),
             program_digest: format!("p{index}"),
             status,
             reason: format!("{status:?}"),
-            official: None,
+            official: official.map(|status| Official {
+                status,
+                details: Default::default(),
+            }),
             infra: None,
             tests: Vec::new(),
             wall_seconds: 1.0,
@@ -315,7 +353,7 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let summary = summarize(Conditions::default(), 2, &results, &kept);
+        let summary = summarize(Conditions::default(), &[1.0, 2.0], &results, &kept);
         let third = 1.0 / 3.0;
         assert!(
             (summary.pass_at_1.run - 2.0 * third).abs() < 1e-9,
@@ -327,6 +365,7 @@ mod tests {
         assert_eq!(summary.rounds[0].changed, 1);
         assert!((summary.rounds[0].pass_at_1 - third).abs() < 1e-9);
         assert_eq!(summary.rounds[1].change, Change::Seed);
+        assert_eq!(summary.rounds[1].wall_seconds, 2.0);
         assert_eq!(summary.rounds[1].changed, 2);
         assert!((summary.rounds[1].pass_at_1 - 2.0 * third).abs() < 1e-9);
         assert!((summary.pass_at_1.min - third).abs() < 1e-9);
@@ -347,5 +386,44 @@ mod tests {
                 ("c", vec![(2, Timeout)], false),
             ]
         );
+    }
+
+    #[test]
+    fn an_earlier_rerun_counts_where_its_sample_now_is_under_its_rounds_conditions() {
+        use Status::{Fail, Pass};
+        // The run now: task a's sample moved from index 0 to 2 (an answer was added before it).
+        let mut moved = record(0, "a", Pass);
+        moved.index = 2;
+        let results: BTreeMap<usize, SampleRecord> = [record(1, "b", Pass), moved]
+            .into_iter()
+            .map(|r| (r.index, r))
+            .collect();
+        let own = Conditions::default();
+        let (_, a_round_1) = rerun(1, Some(Change::Listing), record(0, "a", Fail));
+        let (_, b_round_1) = rerun(1, Some(Change::Listing), record(1, "b", Pass));
+        // Round 2 is the seed's now: a listing rerun filed under it is another setting's.
+        let (_, misfiled) = rerun(2, Some(Change::Listing), record(1, "b", Pass));
+        // A rerun under conditions round 1 no longer has (another key) does not count.
+        let (_, stale) = {
+            let (key, mut r) = rerun(1, None, record(1, "b", Pass));
+            r.conditions.listing_key = 9;
+            (key, r)
+        };
+        // Another program for the same task does not count.
+        let (_, edited) = {
+            let mut r = record(1, "b", Fail);
+            r.program_digest = "other".into();
+            rerun(1, None, r)
+        };
+        let found = kept(
+            own,
+            vec![a_round_1, b_round_1, misfiled, stale, edited],
+            &results,
+        );
+        let keys: Vec<Key> = found.keys().copied().collect();
+        let listing = Some(Change::Listing);
+        assert_eq!(keys, [(1, listing, 1), (1, listing, 2)]);
+        assert_eq!(found[&(1, listing, 2)].record.index, 2, "renumbered");
+        assert_eq!(found[&(1, listing, 2)].record.status, Fail);
     }
 }

@@ -20,17 +20,6 @@ pub enum ListingOrder {
     Kernel,
 }
 
-impl ListingOrder {
-    /// The name the command line and the records use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ListingOrder::Hashed => "hashed",
-            ListingOrder::Name => "name",
-            ListingOrder::Kernel => "kernel",
-        }
-    }
-}
-
 /// What a job's code ought not to depend on, as the engine sets it for every job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Conditions {
@@ -73,7 +62,7 @@ pub enum Change {
     Listing,
     /// The seeds of unseeded randomness (`random`, numpy, `PYTHONHASHSEED`).
     Seed,
-    /// Timing and CPU load: twice as many jobs sharing the CPUs, started in the reverse order.
+    /// Timing and CPU load: twice as many jobs sharing the CPUs.
     Load,
 }
 

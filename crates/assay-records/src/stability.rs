@@ -53,6 +53,9 @@ pub struct RoundFigures {
     pub pass_at_1: f64,
     /// Samples whose verdict changed.
     pub changed: usize,
+    /// Seconds this session spent on it (its reruns and their confirmations; about none when
+    /// an earlier session ran them).
+    pub wall_seconds: f64,
 }
 
 /// pass@1 of the run, and the lowest and highest of it and the rounds'.

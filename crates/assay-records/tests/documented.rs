@@ -163,6 +163,7 @@ fn stability() -> StabilitySummary {
             samples: 1,
             pass_at_1: 0.0,
             changed: 1,
+            wall_seconds: 1.0,
         }],
         pass_at_1: PassAt1Range {
             run: 1.0,

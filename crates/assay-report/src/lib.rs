@@ -229,8 +229,13 @@ pub(crate) fn stability_line(found: &StabilitySummary) -> String {
         .changed
         .iter()
         .map(|c| {
-            let mut causes: Vec<&str> = c.rounds.iter().map(|r| r.change.as_str()).collect();
-            causes.dedup();
+            let mut causes: Vec<&str> = c
+                .rounds
+                .iter()
+                .map(|r| r.change.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
             if c.changes_anyway {
                 causes.push("and under the same conditions");
             }
@@ -238,15 +243,20 @@ pub(crate) fn stability_line(found: &StabilitySummary) -> String {
         })
         .collect();
     format!(
-        "pass@1 {:.4}, {:.4} to {:.4} over {} rounds; {} verdicts changed{}{}",
+        "pass@1 {:.4}, {:.4} to {:.4} over {}; {} changed{}{}",
         range.run,
         range.min,
         range.max,
-        found.rounds.len(),
-        changed.len(),
+        count(found.rounds.len(), "round", "rounds"),
+        count(changed.len(), "verdict", "verdicts"),
         if changed.is_empty() { "" } else { ": " },
         changed.join(", ")
     )
+}
+
+/// `n` and what it counts: `one` when `n` is 1, else `many`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A benchmark with its prompt style, as reports show it: `bigcodebench-hard complete`.

@@ -166,7 +166,10 @@ impl Worker {
             serde_json::to_string(&params.runtime_dir.to_string_lossy()).expect("string")
         );
         let mut cmd = Command::from(child_env::command(&params.python, Inherit::Nothing));
-        cmd.args(["-I", "-B", "-c", &boot])
+        // Isolated as `-I` would (no user site, no script directory on the path), but reading
+        // `PYTHON*` variables: the environment is an allow-list, and `PYTHONHASHSEED` must
+        // reach the worker, whose hash secret every job inherits.
+        cmd.args(["-s", "-P", "-B", "-c", &boot])
             .envs(params.env.iter().map(|(k, v)| (k, v)))
             .current_dir("/")
             .stdin(Stdio::from(theirs))

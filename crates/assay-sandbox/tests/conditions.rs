@@ -38,6 +38,7 @@ print(json.dumps({
     "random": random.random(),
     "numpy": float(np.random.rand()),
     "set": list({f"k{i}" for i in range(20)}),
+    "hash": hash("k"),
     "hash_seed": os.environ.get("PYTHONHASHSEED"),
 }))
 "#;
@@ -46,6 +47,38 @@ fn engine_with(conditions: Conditions) -> Engine {
     let mut config = config();
     config.conditions = conditions;
     run(Engine::start(config)).expect("engine starts")
+}
+
+/// Refusals at `/` for a job: what creating a folder and a file there raise.
+const AT_THE_ROOT: &str = r#"
+import errno, json, os
+def attempt(action):
+    try:
+        action()
+        return "done"
+    except OSError as e:
+        return f"{type(e).__name__} {errno.errorcode[e.errno]}"
+def write_file():
+    with open("/result.txt", "w") as f:
+        f.write("x")
+print(json.dumps({
+    "mkdir": attempt(lambda: os.makedirs("/target/out")),
+    "open": attempt(write_file),
+    "access": os.access("/", os.W_OK),
+    "tmp": attempt(lambda: os.makedirs("/tmp/target/out")),
+    "workspaces": os.path.exists("/ws"),
+}))
+"#;
+
+fn assert_refused_at_the_root(out: &Value) {
+    assert_eq!(out["mkdir"], "PermissionError EACCES");
+    assert_eq!(out["open"], "PermissionError EACCES");
+    assert_eq!(out["access"], false);
+    assert_eq!(out["tmp"], "done");
+    assert_eq!(
+        out["workspaces"], false,
+        "no other job's workspace in sight"
+    );
 }
 
 fn report(engine: &Engine, code: &str) -> Value {
@@ -123,6 +156,12 @@ fn unseeded_randomness_is_seeded_by_the_conditions() {
     assert_eq!(first["hash_seed"], "0");
     let again = report(&default, DRAWS);
     assert_eq!(first, again, "every job draws the same");
+    // Another worker with the same seed: the same hash secret, so the same set order.
+    assert_eq!(
+        report(&engine_with(Conditions::default()), DRAWS),
+        first,
+        "every engine draws the same"
+    );
     let other = report(
         &engine_with(Conditions {
             seed: 7,
@@ -131,7 +170,7 @@ fn unseeded_randomness_is_seeded_by_the_conditions() {
         DRAWS,
     );
     assert_eq!(other["hash_seed"], "7");
-    for source in ["random", "numpy", "set"] {
+    for source in ["random", "numpy", "set", "hash"] {
         assert_ne!(first[source], other[source], "{source} follows the seed");
     }
 }
@@ -139,36 +178,7 @@ fn unseeded_randomness_is_seeded_by_the_conditions() {
 #[test]
 fn writing_where_a_non_root_user_may_not_is_a_permission_error() {
     let engine = engine_with(Conditions::default());
-    let out = report(
-        &engine,
-        r#"
-import errno, json, os
-def attempt(action):
-    try:
-        action()
-        return "done"
-    except OSError as e:
-        return f"{type(e).__name__} {errno.errorcode[e.errno]}"
-def write_file():
-    with open("/result.txt", "w") as f:
-        f.write("x")
-print(json.dumps({
-    "mkdir": attempt(lambda: os.makedirs("/target/out")),
-    "open": attempt(write_file),
-    "access": os.access("/", os.W_OK),
-    "tmp": attempt(lambda: os.makedirs("/tmp/target/out")),
-    "workspaces": os.path.exists("/ws"),
-}))
-"#,
-    );
-    assert_eq!(out["mkdir"], "PermissionError EACCES");
-    assert_eq!(out["open"], "PermissionError EACCES");
-    assert_eq!(out["access"], false);
-    assert_eq!(out["tmp"], "done");
-    assert_eq!(
-        out["workspaces"], false,
-        "no other job's workspace in sight"
-    );
+    assert_refused_at_the_root(&report(&engine, AT_THE_ROOT));
 
     // A job owns its root, so it can make it writable (Landlock still keeps it from writing
     // there): whatever it does, it does to its own root only.
@@ -207,4 +217,27 @@ class TestCases(unittest.TestCase):
         self.assertEqual(task_func("out"), "made")
 "#;
     assert_passed(&run(engine.run_unittest(UnittestJob::new(code, test))));
+}
+
+/// The refusal comes from the root's mode, not only from Landlock: the same without it.
+#[test]
+fn the_root_refuses_writes_without_landlock_too() {
+    let mut config = config();
+    config.landlock = false;
+    config.isolation = assay_sandbox::IsolationMode::Auto;
+    let engine = run(Engine::start(config)).expect("engine starts");
+    assert_refused_at_the_root(&report(&engine, AT_THE_ROOT));
+}
+
+/// The devices' folder, shared by a worker's jobs, is mounted read-only: where assay runs
+/// unprivileged a job owns it, and could otherwise chmod it for every job after it. Its
+/// devices still work.
+#[test]
+fn the_devices_folder_is_read_only_and_its_devices_work() {
+    let engine = engine_with(Conditions::default());
+    let out = report(
+        &engine,
+        "import json, os\nopen('/dev/null', 'w').write('x')\nprint(json.dumps([bool(os.statvfs('/dev').f_flag & os.ST_RDONLY), len(open('/dev/urandom', 'rb').read(8))]))",
+    );
+    assert_eq!(out, serde_json::json!([true, 8]));
 }

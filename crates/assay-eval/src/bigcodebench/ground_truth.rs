@@ -294,8 +294,8 @@ mod tests {
         };
         let mut identity = cache_identity("c6fa81716b54c153", "env-1", &options);
         identity.processes = Some(144);
-        // The compact JSON with sorted keys, as the cache's first versions hashed it (the
-        // conditions came with the fixed listing order and seeds).
+        // The compact JSON with sorted keys: the same settings name the same cache in every
+        // assay (the conditions joined them with the fixed listing order and seeds).
         let settings = "{\"conditions\":{\"listing\":\"hashed\",\"listing_key\":0,\"seed\":0},\
                         \"dataset_digest\":\"c6fa81716b54c153\",\"environment\":\"env-1\",\
                         \"guards\":true,\"memory_bytes\":8589934592,\"network\":false,\

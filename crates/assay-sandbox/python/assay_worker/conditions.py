@@ -16,13 +16,15 @@ the machine or the run, and changed on purpose by stability reruns to find the c
   starts (``find``, ``ls -U``) list in the kernel's order whatever is chosen.
 * **Unseeded randomness.** ``random`` and numpy's global generator are seeded with the engine's
   seed in every job (a forked job would otherwise inherit numpy's state from the worker: every job
-  of one worker drew the same "random" numbers, and another worker others). ``PYTHONHASHSEED``,
-  which orders sets and dicts of strings built by hashing, is set by the supervisor from the
-  same seed. Entropy from the kernel (``os.urandom``, ``secrets``, ``uuid4``,
+  of one worker drew the same "random" numbers, and another worker others); numpy when it is
+  first imported, if the worker did not preload it. ``PYTHONHASHSEED``, which orders sets of
+  strings, is set by the supervisor from the same seed, for the worker (whose hash secret every
+  job inherits) and every program a job starts. Entropy from the kernel (``os.urandom``, ``secrets``, ``uuid4``,
   ``random.SystemRandom``) is left alone.
 """
 
 import hashlib
+import importlib.util
 import os
 import posix
 import random
@@ -31,21 +33,45 @@ import sys
 
 def apply(conditions):
     """Applies a job's conditions (``{"listing": "hashed"|"name"|"kernel", "listing_key": K,
-    "seed": S}``) before its code runs."""
-    listing = conditions.get("listing", "kernel")
+    "seed": S}``, every key required) before its code runs."""
+    listing = conditions["listing"]
     if listing == "hashed":
-        key = int(conditions.get("listing_key", 0)).to_bytes(8, "little")
+        key = int(conditions["listing_key"]).to_bytes(8, "little")
         _order_listings(lambda name: hashlib.blake2b(name, key=key, digest_size=8).digest())
     elif listing == "name":
         _order_listings(lambda name: name)
     elif listing != "kernel":
         raise ValueError(f"unknown listing order {listing!r}")
-    seed = conditions.get("seed")
-    if seed is not None:
-        random.seed(int(seed))
-        numpy = sys.modules.get("numpy")
-        if numpy is not None:
-            numpy.random.seed(int(seed) % (1 << 32))
+    seed = int(conditions["seed"])
+    random.seed(seed)
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed(seed % (1 << 32))
+    else:
+        sys.meta_path.insert(0, _SeedOnImport("numpy.random", seed % (1 << 32)))
+
+
+class _SeedOnImport:
+    """Seeds ``module`` (a random generator's module: its ``seed(n)``) as soon as it is first
+    imported, for a job whose worker did not preload it."""
+
+    def __init__(self, module, seed):
+        self.module, self.seed = module, seed
+
+    def find_spec(self, name, path=None, target=None):
+        if name != self.module:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        load, seed = spec.loader.exec_module, self.seed
+
+        def exec_and_seed(module):
+            load(module)
+            module.seed(seed)
+
+        spec.loader.exec_module = exec_and_seed
+        return spec
 
 
 class _Listing:
@@ -95,3 +121,5 @@ def _order_listings(order_of):
     ordered_listdir.__name__, ordered_scandir.__name__ = "listdir", "scandir"
     for module in (os, posix):
         module.listdir, module.scandir = ordered_listdir, ordered_scandir
+    # They take a descriptor as the originals do.
+    os.supports_fd.update((ordered_listdir, ordered_scandir))

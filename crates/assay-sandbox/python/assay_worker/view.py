@@ -111,6 +111,11 @@ def build(readonly, masks, mountpoints):
         for number, name in enumerate(("stdin", "stdout", "stderr")):
             os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
         os.mkdir(f"{dev}/shm", 0o1777)
+        # Read-only once filled: where assay runs unprivileged, jobs map to the uid that owns
+        # this tmpfs, and one could otherwise chmod it for every later job. The devices stay
+        # usable (a device node ignores its mount's read-only flag).
+        L.mount(None, dev, None, L.MS_REMOUNT | L.MS_BIND | L.MS_RDONLY | L.MS_NOSUID
+                | L.MS_NOEXEC)
         for point in mountpoints:
             os.makedirs(new_root + point, mode=0o755, exist_ok=True)
         os.chdir(new_root)
@@ -137,7 +142,8 @@ def own_root(scratch):
     its own tmpfs), so code could chmod it and write there: only into its own root, which
     dies with it. The system directories stay read-only binds (``EROFS`` below them).
     """
-    L.mount("tmpfs", scratch, "tmpfs", L.MS_NOSUID | L.MS_NODEV, "size=64k,mode=755")
+    L.mount("tmpfs", scratch, "tmpfs", L.MS_NOSUID | L.MS_NODEV | L.MS_NOEXEC,
+            "size=64k,nr_inodes=64,mode=755")
     skip = scratch.strip("/")
     for name in os.listdir("/"):
         source, target = "/" + name, f"{scratch}/{name}"

@@ -1,4 +1,7 @@
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -21,20 +24,40 @@ def listings(conditions_spec, directory, emit):
           "first": first.name, "after_close": list(entries),
           "bytes": [n.decode() for n in os.listdir(os.fsencode(directory))],
           "fd": os.listdir(fd), "is_file": first.is_file(),
-          "names": [os.listdir.__name__, os.scandir.__name__]})
+          "names": [os.listdir.__name__, os.scandir.__name__],
+          "supports_fd": os.listdir in os.supports_fd and os.scandir in os.supports_fd})
 
 
 class ConditionsTest(unittest.TestCase):
     def test_name_order_holds_for_every_form_of_listing(self):
         with tempfile.TemporaryDirectory() as directory:
-            [event, _stdout] = in_child(listings, {"listing": "name"}, directory)[0]
+            spec = {"listing": "name", "listing_key": 0, "seed": 0}
+            [event, _stdout] = in_child(listings, spec, directory)[0]
         for way in ("listdir", "scandir", "bytes", "fd"):
             self.assertEqual(event[way], ["a", "b", "c"], way)
         self.assertEqual(event["first"], "a")
         self.assertEqual(event["after_close"], [], "a closed listing yields nothing more")
         self.assertTrue(event["is_file"], "entries keep working after the listing closed")
         self.assertEqual(event["names"], ["listdir", "scandir"])
+        self.assertTrue(event["supports_fd"])
 
     def test_an_unknown_order_is_refused(self):
         with self.assertRaises(ValueError):
-            conditions.apply({"listing": "random"})
+            conditions.apply({"listing": "random", "listing_key": 0, "seed": 0})
+
+    def test_numpy_imported_after_the_conditions_is_seeded_too(self):
+        # A fresh interpreter: numpy must not be imported before the conditions apply.
+        script = (
+            "import json, sys\n"
+            "from assay_worker import conditions\n"
+            "conditions.apply({'listing': 'kernel', 'listing_key': 0, 'seed': 3})\n"
+            "preloaded = 'numpy' in sys.modules\n"
+            "import numpy\n"
+            "drawn = float(numpy.random.rand())\n"
+            "numpy.random.seed(3)\n"
+            "print(json.dumps([preloaded, drawn == float(numpy.random.rand())]))\n"
+        )
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": here}, timeout=60, check=True)
+        self.assertEqual(json.loads(out.stdout), [False, True], out.stderr)
