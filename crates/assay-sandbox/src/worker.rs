@@ -123,6 +123,8 @@ struct Pending {
 struct Shared {
     pending: Mutex<Pending>,
     alive: AtomicBool,
+    /// Set when the worker is let go on purpose (its engine dropped): its end is no news.
+    released: AtomicBool,
     stderr_tail: Mutex<VecDeque<String>>,
 }
 
@@ -158,6 +160,12 @@ pub(crate) struct Worker {
     pub host_pid: i32,
 }
 
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.shared.released.store(true, Ordering::SeqCst);
+    }
+}
+
 impl Worker {
     pub async fn start(params: &WorkerParams) -> Result<Arc<Worker>, String> {
         let (sock, theirs) = SeqPacket::pair().map_err(|e| format!("socketpair: {e}"))?;
@@ -183,6 +191,7 @@ impl Worker {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             alive: AtomicBool::new(true),
+            released: AtomicBool::new(false),
             stderr_tail: Mutex::new(VecDeque::new()),
         });
         for stream in [
@@ -374,7 +383,11 @@ async fn read_messages(sock: Arc<SeqPacket>, shared: Arc<Shared>) {
     // Give the output readers a moment to collect the zygote's last words.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let reason = shared.death_reason(&reason);
-    tracing::warn!("{reason}");
+    if shared.released.load(Ordering::SeqCst) {
+        tracing::debug!("{reason} (released)");
+    } else {
+        tracing::warn!("{reason}");
+    }
     shared.fail_all(&reason);
 }
 
