@@ -34,9 +34,11 @@ print(json.dumps({
 const DRAWS: &str = r#"
 import json, os, random
 import numpy as np
+from faker import Faker
 print(json.dumps({
     "random": random.random(),
     "numpy": float(np.random.rand()),
+    "faker": Faker().random_int(1, 10**9),
     "set": list({f"k{i}" for i in range(20)}),
     "hash": hash("k"),
     "hash_seed": os.environ.get("PYTHONHASHSEED"),
@@ -170,7 +172,7 @@ fn unseeded_randomness_is_seeded_by_the_conditions() {
         DRAWS,
     );
     assert_eq!(other["hash_seed"], "7");
-    for source in ["random", "numpy", "set", "hash"] {
+    for source in ["random", "numpy", "faker", "set", "hash"] {
         assert_ne!(first[source], other[source], "{source} follows the seed");
     }
 }

@@ -14,10 +14,10 @@ the machine or the run, and changed on purpose by stability reruns to find the c
 
   or, with ``kernel``, in the filesystem's own order (tmpfs: newest first). Programs the job
   starts (``find``, ``ls -U``) list in the kernel's order whatever is chosen.
-* **Unseeded randomness.** ``random`` and numpy's global generator are seeded with the engine's
-  seed in every job (a forked job would otherwise inherit numpy's state from the worker: every job
-  of one worker drew the same "random" numbers, and another worker others); numpy when it is
-  first imported, if the worker did not preload it. ``PYTHONHASHSEED``, which orders sets of
+* **Unseeded randomness.** ``random``, numpy's global generator and Faker's are seeded with
+  the engine's seed in every job (a forked job would otherwise inherit numpy's state from the
+  worker: every job of one worker drew the same "random" numbers, and another worker others);
+  numpy and Faker when first imported, if the worker did not preload them. ``PYTHONHASHSEED``, which orders sets of
   strings, is set by the supervisor from the same seed, for the worker (whose hash secret every
   job inherits) and every program a job starts. Entropy from the kernel (``os.urandom``, ``secrets``, ``uuid4``,
   ``random.SystemRandom``) is left alone.
@@ -44,18 +44,30 @@ def apply(conditions):
         raise ValueError(f"unknown listing order {listing!r}")
     seed = int(conditions["seed"])
     random.seed(seed)
-    if "numpy.random" in sys.modules:
-        sys.modules["numpy.random"].seed(seed % (1 << 32))
-    else:
-        sys.meta_path.insert(0, _SeedOnImport("numpy.random", seed % (1 << 32)))
+    for name, seed_it in _GENERATORS.items():
+        if name in sys.modules:
+            seed_it(sys.modules[name], seed)
+        else:
+            sys.meta_path.insert(0, _SeedOnImport(name, seed_it, seed))
+
+
+# Modules that keep a generator of their own, seeded from fresh entropy when imported, and how to
+# seed it.
+_GENERATORS = {
+    "numpy.random": lambda module, seed: module.seed(seed % (1 << 32)),
+    # Faker, which many BigCodeBench tests draw from (fake.random_int, fake.name...): every
+    # Faker() shares this module's random.Random. Seeded, a reference solution's run draws what
+    # the samples' runs draw, so its time, which sets their budgets, is theirs too.
+    "faker.generator": lambda module, seed: module.random.seed(seed),
+}
 
 
 class _SeedOnImport:
-    """Seeds ``module`` (a random generator's module: its ``seed(n)``) as soon as it is first
-    imported, for a job whose worker did not preload it."""
+    """Seeds ``module`` with ``seed_it(module, seed)`` as soon as it is first imported, for a
+    job whose worker did not preload it."""
 
-    def __init__(self, module, seed):
-        self.module, self.seed = module, seed
+    def __init__(self, module, seed_it, seed):
+        self.module, self.seed_it, self.seed = module, seed_it, seed
 
     def find_spec(self, name, path=None, target=None):
         if name != self.module:
@@ -64,11 +76,11 @@ class _SeedOnImport:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.loader is None:
             return spec
-        load, seed = spec.loader.exec_module, self.seed
+        load, seed_it, seed = spec.loader.exec_module, self.seed_it, self.seed
 
         def exec_and_seed(module):
             load(module)
-            module.seed(seed)
+            seed_it(module, seed)
 
         spec.loader.exec_module = exec_and_seed
         return spec

@@ -45,17 +45,20 @@ class ConditionsTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             conditions.apply({"listing": "random", "listing_key": 0, "seed": 0})
 
-    def test_numpy_imported_after_the_conditions_is_seeded_too(self):
-        # A fresh interpreter: numpy must not be imported before the conditions apply.
+    def test_generators_imported_after_the_conditions_are_seeded_too(self):
+        # A fresh interpreter: numpy and faker must not be imported before the conditions apply.
         script = (
             "import json, sys\n"
             "from assay_worker import conditions\n"
             "conditions.apply({'listing': 'kernel', 'listing_key': 0, 'seed': 3})\n"
-            "preloaded = 'numpy' in sys.modules\n"
+            "preloaded = 'numpy' in sys.modules or 'faker' in sys.modules\n"
             "import numpy\n"
-            "drawn = float(numpy.random.rand())\n"
+            "from faker import Faker\n"
+            "drawn = [float(numpy.random.rand()), Faker().random_int(1, 10**9)]\n"
             "numpy.random.seed(3)\n"
-            "print(json.dumps([preloaded, drawn == float(numpy.random.rand())]))\n"
+            "Faker.seed(3)\n"
+            "again = [float(numpy.random.rand()), Faker().random_int(1, 10**9)]\n"
+            "print(json.dumps([preloaded, drawn == again]))\n"
         )
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
