@@ -155,6 +155,24 @@ fn verdicts_that_follow_the_listing_order_or_the_seed_are_found_with_their_cause
         11,
         "{again}"
     );
+    // The same figures; the walls are this session's (about none: nothing ran).
+    let figures = |summary: &Value| {
+        let mut stability = summary["stability"].clone();
+        for round in stability["rounds"].as_array_mut().unwrap() {
+            round.as_object_mut().unwrap().remove("wall_seconds");
+        }
+        stability
+    };
     let resumed = read_json(&dir.path().join("run/summary.json"));
-    assert_eq!(resumed["stability"], summary["stability"]);
+    assert_eq!(figures(&resumed), figures(&summary));
+    let resumed_walls: f64 = resumed["stability"]["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["wall_seconds"].as_f64().unwrap())
+        .sum();
+    assert!(
+        resumed_walls < 0.5,
+        "{resumed_walls} s spent on rounds already run"
+    );
 }
