@@ -64,6 +64,24 @@ fn fake_python(name: &str, script: &str) -> PathBuf {
     path
 }
 
+/// `Sanitizer::new(fake)`, once no other thread of this test process holds the script just
+/// written open: a thread that forks between our write and its child's exec keeps a copy of
+/// the write descriptor for a moment, and executing the script then fails with "Text file
+/// busy" (ETXTBSY). Bounded: 50 tries, 20 ms apart.
+fn start_fake(fake: &Path) -> Result<Sanitizer, Error> {
+    for _ in 0..50 {
+        match Sanitizer::new(fake) {
+            Err(Error::StartPython { source, .. })
+                if source.kind() == std::io::ErrorKind::ExecutableFileBusy =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            started => return started,
+        }
+    }
+    Sanitizer::new(fake)
+}
+
 #[test]
 fn another_python_version_is_refused() {
     // Greets like the helper but reports 3.12; also shows what environment it was given.
@@ -71,7 +89,7 @@ fn another_python_version_is_refused() {
         "fake-python3.12",
         "echo \"assay-sanitize-helper cpython 3.12.1 home=[$HOME] cargo=[$CARGO_MANIFEST_DIR]\"",
     );
-    let error = Sanitizer::new(&fake).err().expect("3.12 is refused");
+    let error = start_fake(&fake).err().expect("3.12 is refused");
     let Error::UnsupportedPython { found, .. } = &error else {
         panic!("{error:?}");
     };
@@ -85,7 +103,7 @@ fn another_python_version_is_refused() {
 #[test]
 fn something_that_is_not_python_is_reported_with_what_it_said() {
     let fake = fake_python("not-python", "echo 'no such option: -I' >&2\nexit 3");
-    let error = Sanitizer::new(&fake).err().expect("not a python");
+    let error = start_fake(&fake).err().expect("not a python");
     assert!(matches!(error, Error::HelperHandshake { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("no such option: -I"), "{message}");
