@@ -79,7 +79,6 @@ impl JudgeSettings {
             time,
             network: self.engine.network,
             guards: self.guards,
-            conditions: self.engine.conditions,
         })
     }
 
@@ -151,7 +150,7 @@ impl Judge {
             memory_mib: Some(self.memory_mib),
             network: Some(self.options.network),
             guards: Some(self.options.guards),
-            conditions: Some(self.options.conditions),
+            conditions: Some(self.engine.conditions()),
             environment: Some(self.env.key()),
             ..into
         }
@@ -216,6 +215,7 @@ impl Judge {
             dataset,
             &self.env.key(),
             &self.options,
+            self.engine.conditions(),
         )?;
         Ok(Prepared {
             environment,
@@ -316,7 +316,7 @@ impl Judge {
 
     /// The conditions this judge's jobs run under.
     pub fn conditions(&self) -> Conditions {
-        self.options.conditions
+        self.engine.conditions()
     }
 
     /// The engine (its isolation report, its Python).

@@ -17,7 +17,7 @@ use crate::sandbox::{Sandbox, Workspace};
 use crate::slots::{Slot, Slots};
 use crate::worker::{Worker, WorkerParams};
 use crate::{runtime, seccomp, Error};
-use assay_records::{Enforcement, IsolationLevel, IsolationReport};
+use assay_records::{Conditions, Enforcement, IsolationLevel, IsolationReport};
 
 /// How long a worker may take to import its libraries (the bigcodebench set takes ~10 s).
 const WORKER_START_TIMEOUT: Duration = Duration::from_secs(600);
@@ -353,6 +353,11 @@ impl Engine {
     /// The sandbox's Python version (`3.11.7`).
     pub fn python_version(&self) -> &str {
         &self.inner.python_version
+    }
+
+    /// The conditions every job of this engine runs under.
+    pub fn conditions(&self) -> Conditions {
+        self.inner.config.conditions
     }
 
     /// Its CPU slots: jobs computing at once.

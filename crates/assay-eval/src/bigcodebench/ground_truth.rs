@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use assay_records::{
-    GroundTruthSummary, Identity, Kind, Manifest, ProcessPeaks, ReferenceResult, SampleRecord,
-    OFFICIAL_TIMEOUT_SECONDS,
+    Conditions, GroundTruthSummary, Identity, Kind, Manifest, ProcessPeaks, ReferenceResult,
+    SampleRecord, OFFICIAL_TIMEOUT_SECONDS,
 };
 use assay_rundir::{RunDir, RunDirError};
 use assay_sandbox::{default_processes, Engine, Limits};
@@ -123,15 +123,17 @@ pub struct References {
 impl References {
     /// Opens (or creates) `cache/ground-truth/<dataset digest>-<environment>-<settings>`:
     /// reference results depend on the network, the official guards (see `Options::guards`),
-    /// the conditions and the limits as much as on the data and the environment.
+    /// the conditions jobs run under (the engine's) and the limits as much as on the data and
+    /// the environment.
     pub fn open(
         cache: &Path,
         dataset: &Dataset,
         environment: &str,
         options: &Options,
+        conditions: Conditions,
     ) -> Result<Self, RunDirError> {
         let guards = options.guards;
-        let identity = cache_identity(&dataset.digest, environment, options);
+        let identity = cache_identity(&dataset.digest, environment, options, conditions);
         let name = cache_name(&dataset.digest, environment, &identity);
         let path = cache.join(CACHE_DIR).join(name);
         let mut manifest = Manifest::new(Kind::BigcodebenchGroundTruth, identity);
@@ -230,13 +232,18 @@ impl References {
 }
 
 /// What decides a reference run's verdict and time, besides the code: the cache's identity.
-fn cache_identity(dataset_digest: &str, environment: &str, options: &Options) -> Identity {
+fn cache_identity(
+    dataset_digest: &str,
+    environment: &str,
+    options: &Options,
+    conditions: Conditions,
+) -> Identity {
     Identity {
         dataset_digest: Some(dataset_digest.to_string()),
         environment: Some(environment.to_string()),
         network: Some(options.network),
         guards: Some(options.guards),
-        conditions: Some(options.conditions),
+        conditions: Some(conditions),
         timeout_seconds: Some(REFERENCE_TIMEOUT.as_secs()),
         memory_bytes: Some(REFERENCE_MEMORY_BYTES),
         processes: Some(reference_processes()),
@@ -290,9 +297,9 @@ mod tests {
             time: assay_records::TimePolicy::DEFAULT,
             network: false,
             guards: true,
-            conditions: assay_records::Conditions::default(),
         };
-        let mut identity = cache_identity("c6fa81716b54c153", "env-1", &options);
+        let conditions = Conditions::default();
+        let mut identity = cache_identity("c6fa81716b54c153", "env-1", &options, conditions);
         identity.processes = Some(144);
         // The compact JSON with sorted keys: the same settings name the same cache in every
         // assay (the conditions joined them with the fixed listing order and seeds).

@@ -1,6 +1,6 @@
 //! How samples are judged.
 
-use assay_records::{Conditions, Split, TimePolicy};
+use assay_records::{Split, TimePolicy};
 use assay_sandbox::Limits;
 
 /// How samples are evaluated.
@@ -19,8 +19,6 @@ pub struct Options {
     /// The official harness's process guards (see `UnittestJob::guards`): on by default, for
     /// the official verdicts.
     pub guards: bool,
-    /// The listing order and seeds every job runs under.
-    pub conditions: Conditions,
 }
 
 /// The main-thread stack every job gets: the official harness sets 10 MiB.
