@@ -39,21 +39,21 @@ pub(crate) async fn rounds(
     listener: &mut dyn Listener,
 ) -> Result<StabilitySummary, PipelineError> {
     let own = judge.conditions();
-    let judged: Vec<usize> = results
+    let judged: Vec<&SampleRecord> = results
         .values()
         .filter(|r| r.status != Status::Infra)
-        .map(|r| r.index)
         .collect();
     let (journal, earlier) = run.journal::<StabilityRecord>(STABILITY)?;
     let mut reruns = Reruns {
         journal,
-        kept: kept(own, earlier, results),
+        kept: kept(own, earlier, &judged),
     };
+    let judged: Vec<usize> = judged.iter().map(|r| r.index).collect();
     let mut walls = Vec::new();
     for round in 1..=judge.stability_rounds() {
         let started = std::time::Instant::now();
-        let (change, cycle) = Change::of_round(round);
-        let conditions = own.changed(change, cycle);
+        let change = Change::of_round(round).0;
+        let conditions = conditions_of(own, round, Some(change));
         let todo: Vec<usize> = judged
             .iter()
             .copied()
@@ -105,43 +105,43 @@ pub(crate) async fn rounds(
     Ok(summarize(own, &walls, results, &reruns.kept))
 }
 
-/// What an earlier session's reruns still give: a rerun counts for a judged sample of the same
-/// task that runs the same program (wherever that sample now is in the file, as
+/// The conditions of the reruns at `(round, change)`: the round's, or the run's own for the
+/// confirmations (`change` none).
+fn conditions_of(own: Conditions, round: u32, change: Option<Change>) -> Conditions {
+    change.map_or(own, |c| own.changed(c, Change::of_round(round).1))
+}
+
+/// What an earlier session's reruns still give: a rerun counts for a `judged` sample of the
+/// same task that runs the same program (wherever that sample now is in the file, as
 /// [`reuse`] matches verdicts), in the same round, under the conditions that round has now.
 fn kept(
     own: Conditions,
     earlier: Vec<StabilityRecord>,
-    results: &BTreeMap<usize, SampleRecord>,
+    judged: &[&SampleRecord],
 ) -> BTreeMap<Key, StabilityRecord> {
     let mut by_place: BTreeMap<(u32, Option<Change>), Vec<SampleRecord>> = BTreeMap::new();
     for rerun in earlier {
-        let (change, cycle) = Change::of_round(rerun.round);
-        let expected = match rerun.change {
-            Some(c) if c == change => own.changed(change, cycle),
-            Some(_) => continue,
-            None => own,
-        };
-        if rerun.conditions == expected {
-            let place = (rerun.round, rerun.change);
-            by_place.entry(place).or_default().push(rerun.record);
+        let (round, change) = (rerun.round, rerun.change);
+        let its_rounds = change.is_none_or(|c| c == Change::of_round(round).0);
+        if its_rounds && rerun.conditions == conditions_of(own, round, change) {
+            by_place
+                .entry((round, change))
+                .or_default()
+                .push(rerun.record);
         }
     }
     let mut kept = BTreeMap::new();
     for ((round, change), records) in by_place {
-        let wanted = results
-            .values()
-            .filter(|r| r.status != Status::Infra)
-            .map(|r| Wanted {
-                index: r.index,
-                task_id: &r.task_id,
-                digest: &r.program_digest,
-            });
+        let wanted = judged.iter().map(|r| Wanted {
+            index: r.index,
+            task_id: &r.task_id,
+            digest: &r.program_digest,
+        });
         for (index, record) in reuse(records, wanted) {
-            let conditions = change.map_or(own, |c| own.changed(c, Change::of_round(round).1));
             let rerun = StabilityRecord {
                 round,
                 change,
-                conditions,
+                conditions: conditions_of(own, round, change),
                 record,
             };
             kept.insert((round, change, index), rerun);
@@ -220,7 +220,7 @@ fn summarize(
     let mut figures = Vec::new();
     let mut verdicts: BTreeMap<usize, ChangedVerdict> = BTreeMap::new();
     for (round, wall) in (1..).zip(walls) {
-        let (change, cycle) = Change::of_round(round);
+        let change = Change::of_round(round).0;
         let mut replaced = results.clone();
         let (mut samples, mut changes) = (0, 0);
         for ((_, _, index), rerun) in kept
@@ -260,7 +260,7 @@ fn summarize(
         figures.push(RoundFigures {
             round,
             change,
-            conditions: own.changed(change, cycle),
+            conditions: conditions_of(own, round, Some(change)),
             samples,
             pass_at_1: pass,
             changed: changes,
@@ -310,8 +310,7 @@ mod tests {
     }
 
     fn rerun(round: u32, change: Option<Change>, record: SampleRecord) -> (Key, StabilityRecord) {
-        let own = Conditions::default();
-        let conditions = change.map_or(own, |c| own.changed(c, Change::of_round(round).1));
+        let conditions = conditions_of(Conditions::default(), round, change);
         let key = (round, change, record.index);
         let rerun = StabilityRecord {
             round,
@@ -394,10 +393,8 @@ mod tests {
         // The run now: task a's sample moved from index 0 to 2 (an answer was added before it).
         let mut moved = record(0, "a", Pass);
         moved.index = 2;
-        let results: BTreeMap<usize, SampleRecord> = [record(1, "b", Pass), moved]
-            .into_iter()
-            .map(|r| (r.index, r))
-            .collect();
+        let b = record(1, "b", Pass);
+        let judged = [&b, &moved];
         let own = Conditions::default();
         let (_, a_round_1) = rerun(1, Some(Change::Listing), record(0, "a", Fail));
         let (_, b_round_1) = rerun(1, Some(Change::Listing), record(1, "b", Pass));
@@ -418,7 +415,7 @@ mod tests {
         let found = kept(
             own,
             vec![a_round_1, b_round_1, misfiled, stale, edited],
-            &results,
+            &judged,
         );
         let keys: Vec<Key> = found.keys().copied().collect();
         let listing = Some(Change::Listing);
