@@ -314,11 +314,6 @@ impl Judge {
         self.stability
     }
 
-    /// The conditions this judge's jobs run under.
-    pub fn conditions(&self) -> Conditions {
-        self.engine.conditions()
-    }
-
     /// The engine (its isolation report, its Python).
     pub fn engine(&self) -> &Engine {
         &self.engine

@@ -38,7 +38,7 @@ pub(crate) async fn rounds(
     references: &References,
     listener: &mut dyn Listener,
 ) -> Result<StabilitySummary, PipelineError> {
-    let own = judge.conditions();
+    let own = judge.engine().conditions();
     let judged: Vec<&SampleRecord> = results
         .values()
         .filter(|r| r.status != Status::Infra)
