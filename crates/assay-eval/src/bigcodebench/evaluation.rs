@@ -155,20 +155,14 @@ impl Evaluation<'_> {
         );
         let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
         let waiting = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
-        // Longest first, by the reference's time or the task's samples' in earlier
-        // evaluations here, whichever is longer: the slowest tasks start early instead of
-        // ending the run alone.
-        let mut pending: Vec<(&Sample, Option<ReferenceResult>)> = samples
-            .samples
-            .iter()
-            .filter(|s| !results.contains_key(&s.index))
-            .map(|s| (s, references.truth.tasks.get(&s.task_id).cloned()))
-            .collect();
-        let expected = |(sample, reference): &(&Sample, Option<ReferenceResult>)| {
-            let times = &references.sample_times;
-            times.expected(&sample.task_id, reference.as_ref().map(|r| r.seconds))
-        };
-        pending.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
+        let unjudged = samples.samples.iter();
+        let pending: Vec<(&Sample, Option<ReferenceResult>)> = longest_first(
+            references,
+            unjudged.filter(|s| !results.contains_key(&s.index)),
+        )
+        .into_iter()
+        .map(|(sample, measured)| (sample, measured.cloned()))
+        .collect();
         // One task polls every sample's job, first in this order, so that they queue for the
         // engine's slots in it. (A task spawned per sample would reach the queue in whatever
         // order the runtime first polls them: not longest first.)
@@ -264,19 +258,10 @@ impl Evaluation<'_> {
     ) -> Result<(), EvalError> {
         let tasks: HashMap<&str, &Task> = self.dataset.by_id();
         let programs = programs(self.samples, &tasks, self.options.calibrated);
-        let mut chosen: Vec<(&Sample, Option<&ReferenceResult>)> = indexes
-            .iter()
-            .filter_map(|&i| self.samples.samples.get(i))
-            .map(|s| (s, references.truth.tasks.get(&s.task_id)))
-            .collect();
-        let expected = |(sample, reference): &(&Sample, Option<&ReferenceResult>)| {
-            let times = &references.sample_times;
-            times.expected(&sample.task_id, reference.map(|r| r.seconds))
-        };
-        chosen.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
+        let chosen = indexes.iter().filter_map(|&i| self.samples.samples.get(i));
         // Polled from this one task, in this order: they queue for the slots in it.
         let mut jobs = FuturesUnordered::new();
-        for (sample, measured) in chosen {
+        for (sample, measured) in longest_first(references, chosen) {
             let task = tasks[sample.task_id.as_str()];
             let mut job = Job::new(sample, task, programs[sample.index].clone(), self.options);
             job.limit(&self.options.time, measured);
@@ -287,6 +272,24 @@ impl Evaluation<'_> {
         }
         Ok(())
     }
+}
+
+/// `samples` longest first, each with its task's reference result if measured: by the
+/// reference's time or the task's samples' in earlier evaluations here, whichever is longer, so
+/// that the slowest tasks start early instead of ending the run alone.
+fn longest_first<'s, 'r>(
+    references: &'r References,
+    samples: impl Iterator<Item = &'s Sample>,
+) -> Vec<(&'s Sample, Option<&'r ReferenceResult>)> {
+    let mut ordered: Vec<_> = samples
+        .map(|s| (s, references.truth.tasks.get(&s.task_id)))
+        .collect();
+    let expected = |(sample, reference): &(&Sample, Option<&ReferenceResult>)| {
+        let times = &references.sample_times;
+        times.expected(&sample.task_id, reference.map(|r| r.seconds))
+    };
+    ordered.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
+    ordered
 }
 
 /// What an evaluation came to: its figures and every sample's record, by index.
