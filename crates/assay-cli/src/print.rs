@@ -4,8 +4,8 @@ use std::path::Path;
 
 use assay_eval::bigcodebench::ground_truth::failed_ids;
 use assay_records::{
-    EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split, StabilitySummary,
-    OFFICIAL_TIMEOUT_SECONDS,
+    ContextCounts, EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split,
+    StabilitySummary, OFFICIAL_TIMEOUT_SECONDS,
 };
 use assay_report::count;
 
@@ -88,6 +88,9 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
             summary.tasks_missing.len(),
             scores.tasks_set_apart.len(),
         );
+    }
+    if let Some(context) = summary.context {
+        println!("  {}", context_window(context));
     }
     if !summary.infra.is_empty() {
         println!(
@@ -203,6 +206,9 @@ pub fn generation(outcome: &GenerationOutcome) {
             t.cut_short, t.empty
         );
     }
+    if !t.context.is_zero() {
+        println!("  {}", context_window(t.context));
+    }
     if !outcome.unanswered.is_empty() {
         println!(
             "  {} tasks lack answers (the requests failed; rerun the same command to ask again):",
@@ -213,6 +219,16 @@ pub fn generation(outcome: &GenerationOutcome) {
             println!("    {} ({} {noun}): {}", u.task_id, u.samples, u.reason);
         }
     }
+}
+
+/// What the model's context window did to the answers, in a sentence.
+fn context_window(context: ContextCounts) -> String {
+    format!(
+        "the model's context window: {} asked again with the token limit that fits, {} left \
+         empty because their prompt does not fit it (judged fail; generation.jsonl says why)",
+        count(context.lowered, "answer", "answers"),
+        count(context.empty, "answer", "answers"),
+    )
 }
 
 /// Prints what a check of the reference solutions came to.
@@ -292,6 +308,15 @@ pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
         cost(summary.cost_usd),
         summary.wall_seconds
     );
+    if !summary.context_full.is_empty() {
+        println!(
+            "  ended at a full context window ({}, judged on what they produced):",
+            summary.context_full.len()
+        );
+        for (task, said) in &summary.context_full {
+            println!("    {task}: {}", first_line(said));
+        }
+    }
     if !summary.infra.is_empty() {
         println!("  infra ({}, not judged):", summary.infra.len());
         for (task, why) in summary.infra.iter().take(20) {

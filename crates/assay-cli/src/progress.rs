@@ -355,6 +355,7 @@ mod tests {
                 attempts: 3,
                 error: None,
                 wanted: 1,
+                context: None,
             }),
         });
         progress.on_event(&in_flight(2, 4));

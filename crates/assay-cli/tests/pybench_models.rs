@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{assay_command, lines, pybench_data, pybench_env, text};
+use common::{assay_command, lines, pybench_data, pybench_env, read_json, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -232,6 +232,63 @@ fn a_failing_model_leaves_infra_and_a_rerun_asks_only_for_it() {
     let records = lines(&out.join("results.jsonl"));
     assert_eq!(records.len(), 2);
     assert_eq!(records[0]["end"], "answered");
+}
+
+/// A conversation that outgrows the model's window: the server refuses the next request
+/// (llama-cpp-python's HTTP 500 here), the episode ends there, as upstream's loop does, and is
+/// judged on what it produced, quoting the server; not `infra`, not asked again.
+#[test]
+fn a_conversation_outgrowing_the_window_ends_the_episode_and_is_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        if body["messages"].as_array().unwrap().len() == 3 {
+            Reply::chat(&[&format!("Analyse: dedup\nAction:\n```python\n{DEDUP}\n```")])
+        } else {
+            Reply::openai_error(
+                500,
+                "internal_server_error",
+                "",
+                "could not broadcast input array from shape (49152,) into shape (0,)",
+            )
+        }
+    });
+    let out = dir.path().join("short");
+    let first = run_mock(&server, "3", &out, &["--retries", "3"], dir.path());
+    let stdout = text(&first.stdout);
+    assert!(first.status.success(), "{stdout}\n{}", text(&first.stderr));
+    assert_eq!(
+        server.requests_to(Route::Chat).len(),
+        2,
+        "refused once, not retried"
+    );
+    let record = &lines(&out.join("results.jsonl"))[0];
+    assert_eq!(record["end"], "context_full");
+    // Judged on what it left: task 3's check reads ./output/3.csv, which the first cell wrote.
+    assert_eq!(record["status"], "pass", "{record}");
+    assert_eq!(record["turns"], 1);
+    let said = record["end_reason"].as_str().unwrap();
+    assert_eq!(
+        said,
+        "the conversation outgrew the model's context window: HTTP 500: could not broadcast \
+         input array from shape (49152,) into shape (0,) (internal_server_error)"
+    );
+    let summary = read_json(&out.join("summary.json"));
+    assert_eq!(summary["context_full"]["PyBench/3"], said);
+    assert!(summary["infra"].as_object().unwrap().is_empty());
+    assert!(
+        stdout.contains("ended at a full context window (1,"),
+        "{stdout}"
+    );
+    assert_eq!(lines(&out.join("trajectory.jsonl")).len(), 1);
+
+    let again = run_mock(&server, "3", &out, &[], dir.path());
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(
+        server.requests_to(Route::Chat).len(),
+        2,
+        "a rerun asks nothing"
+    );
 }
 
 /// A replay file of our own: each task's first reply sleeps in a cell, then it answers.

@@ -734,3 +734,118 @@ fn a_damaged_generation_log_is_named_by_line_and_field() {
         "nothing asked on a damaged log"
     );
 }
+
+/// A model whose context window is too small: a prompt that fits with a lower token limit is
+/// asked again once with the limit the server's numbers leave; a prompt that does not fit at
+/// all has an empty answer, judged `fail` with the reason. Nothing is `infra`, the command
+/// succeeds, the summary counts both apart, and a rerun asks nothing.
+#[test]
+fn a_full_context_window_is_the_models_not_the_harness() {
+    const ROOMY: &str = "BigCodeBench/19";
+    const TOO_LONG: &str = "BigCodeBench/161";
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        let max_tokens = body["max_tokens"].as_u64().unwrap_or_default();
+        match asked_about(body).as_str() {
+            // vLLM's words for a prompt of 1,000 tokens in a 2,048-token window.
+            ROOMY if max_tokens > 1048 => Reply::json(
+                400,
+                json!({"error": {"message": format!("'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's maximum context length is 2048 tokens and your request has 1000 input tokens ({max_tokens} > 2048 - 1000). (parameter=max_tokens, value={max_tokens})"), "type": "BadRequestError", "param": null, "code": 400}}),
+            ),
+            ROOMY => Reply::chat(&[&fenced(&task(ROOMY).reference_solution())]),
+            // llama.cpp's words for a prompt over the window.
+            _ => Reply::json(
+                400,
+                json!({"error": {"code": 400, "message": "request (2100 tokens) exceeds the available context size (2048 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 2100, "n_ctx": 2048}}),
+            ),
+        }
+    });
+    let base = server.openai_base();
+    let tasks = format!("{ROOMY},{TOO_LONG}");
+    let args = [
+        "run",
+        "bigcodebench-hard",
+        "--model",
+        "openai:small-window",
+        "--base-url",
+        &base,
+        "--tasks",
+        &tasks,
+        "--out",
+        "run",
+    ];
+    let first = assay(&args, dir.path(), &[]);
+    let (stdout, stderr) = (text(&first.stdout), text(&first.stderr));
+    assert!(first.status.success(), "{stdout}\n{stderr}");
+    let asked: Vec<(String, u64)> = server
+        .requests_to(Route::Chat)
+        .iter()
+        .map(|r| {
+            let limit = r.body["max_tokens"].as_u64().unwrap();
+            (asked_about(&r.body), limit)
+        })
+        .collect();
+    let mut sorted = asked.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            (TOO_LONG.to_string(), 1280),
+            (ROOMY.to_string(), 1048),
+            (ROOMY.to_string(), 1280)
+        ],
+        "the roomy prompt once more with the limit that fits, the long one never again"
+    );
+
+    let out = dir.path().join("run");
+    let records = lines(&out.join("generation.jsonl"));
+    let record = |id: &str| records.iter().find(|r| r["task_id"] == id).unwrap().clone();
+    let roomy = record(ROOMY);
+    assert_eq!(roomy["context"]["max_tokens"], 1048);
+    assert_eq!(roomy["context"]["empty"], false);
+    assert!(roomy["context"]["said"]
+        .as_str()
+        .unwrap()
+        .starts_with("HTTP 400: 'max_tokens' or 'max_completion_tokens' is too large: 1280."));
+    let long = record(TOO_LONG);
+    assert_eq!(long["raw"], json!([""]));
+    assert_eq!(long["context"]["empty"], true);
+    assert!(long.get("error").is_none());
+    assert_eq!(
+        long["context"]["reason"],
+        "the prompt (2100 tokens) does not fit the model's context window (2048 tokens)"
+    );
+
+    let results = lines(&out.join("results.jsonl"));
+    let result = |id: &str| results.iter().find(|r| r["task_id"] == id).unwrap().clone();
+    assert_eq!(result(ROOMY)["status"], "pass");
+    let empty = result(TOO_LONG);
+    assert_eq!(empty["status"], "fail");
+    let reason = empty["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("no answer: the prompt (2100 tokens) does not fit the model's context window (2048 tokens) (HTTP 400: request (2100 tokens) exceeds"),
+        "{reason}"
+    );
+    // The official files judge the empty answer as the official harness would: a failure.
+    let samples = lines(&out.join("samples.jsonl"));
+    assert_eq!(samples.len(), 2);
+    let evals = read_json(&out.join("eval_results.json"));
+    assert_eq!(evals["eval"][TOO_LONG][0]["status"], "fail");
+    let summary = read_json(&out.join("summary.json"));
+    assert_eq!(summary["context"], json!({"lowered": 1, "empty": 1}));
+    assert_eq!(summary["tasks_judged"], 2);
+    assert!(summary["infra"].as_object().unwrap().is_empty());
+    assert!(
+        stdout.contains("1 answer asked again with the token limit that fits, 1 answer left empty"),
+        "{stdout}"
+    );
+
+    let again = assay(&args, dir.path(), &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(
+        server.requests_to(Route::Chat).len(),
+        3,
+        "a rerun asks nothing"
+    );
+}

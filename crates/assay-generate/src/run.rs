@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use assay_models::{hit_token_limit, Client, LoadReports, Prompt, Request, RequestError, Response};
 use assay_records::{
-    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Listener, Prices,
-    RunEvent, TokenUsage, Unanswered,
+    ContextLimit, GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals,
+    Listener, Prices, RunEvent, TokenUsage, Unanswered,
 };
 use assay_rundir::{python_json, RunDir, RunDirError, SAMPLES};
 use assay_sanitize::Sanitizer;
@@ -140,7 +140,7 @@ impl Generation<'_> {
         &self,
         dir: &mut RunDir,
         listener: &mut dyn Listener,
-    ) -> Result<GenerationOutcome, GenerateError> {
+    ) -> Result<Generated, GenerateError> {
         let settings = self.settings;
         if matches!(self.model, Model::Completion(_))
             && settings.split == assay_tasks::bigcodebench::Split::Instruct
@@ -267,16 +267,28 @@ impl Generation<'_> {
         journal.sync()?;
         // Whatever was answered is usable (by `assay eval`, by the official harness) even when
         // the run stopped.
-        let written = write_samples(dir, self.dataset, &records)?;
+        let (written, empty_answers) = write_samples(dir, self.dataset, &records)?;
         if let Some(error) = stop {
             return Err(error);
         }
-        Ok(GenerationOutcome {
-            samples: written,
-            unanswered: failures.into_values().collect(),
-            totals: totals(&records, self.prices.as_ref()),
+        Ok(Generated {
+            outcome: GenerationOutcome {
+                samples: written,
+                unanswered: failures.into_values().collect(),
+                totals: totals(&records, self.prices.as_ref()),
+            },
+            empty_answers,
         })
     }
+}
+
+/// What a generation came to, and why some of its answers are empty.
+pub struct Generated {
+    /// The outcome, as the manifest keeps it.
+    pub outcome: GenerationOutcome,
+    /// Samples (by their index in `samples.jsonl`) whose answer is empty because no request
+    /// fit the model's context window, with why: said before their verdict's reason.
+    pub empty_answers: BTreeMap<usize, String>,
 }
 
 /// Asks `model` for `need` answers to `task` and sanitizes them.
@@ -297,44 +309,43 @@ async fn answer(
         stop,
         frequency_penalty: None,
     };
-    let reply = match &model {
-        Model::Reference => Ok(Response {
-            texts: vec![task.reference_solution(); need as usize],
-            finish_reasons: vec![None; need as usize],
-            tool_calls: vec![Vec::new(); need as usize],
-            usage: TokenUsage::default(),
-            latency: started.elapsed(),
-            attempts: 1,
-        }),
+    let (reply, prefix) = match &model {
+        Model::Reference => (
+            Ok((
+                Response {
+                    texts: vec![task.reference_solution(); need as usize],
+                    finish_reasons: vec![None; need as usize],
+                    tool_calls: vec![Vec::new(); need as usize],
+                    usage: TokenUsage::default(),
+                    latency: started.elapsed(),
+                    attempts: 1,
+                },
+                None,
+            )),
+            "",
+        ),
         Model::Chat(client) => {
-            client
-                .generate(&request(
-                    Prompt::user(prompt::chat_message(&task, settings.split)),
-                    prompt::chat_stops(&client.spec().provider),
-                ))
-                .await
+            let chat = request(
+                Prompt::user(prompt::chat_message(&task, settings.split)),
+                prompt::chat_stops(&client.spec().provider),
+            );
+            (ask(client, chat).await, "")
         }
         Model::Completion(client) => {
             let prefix = prompt::completion_prompt(&task);
-            let request = request(
+            let completion = request(
                 Prompt::Completion {
                     prompt: prefix.to_string(),
                 },
                 prompt::completion_stops(),
             );
-            // The official raw_solution of a base model: the prompt and its continuation.
-            client.generate(&request).await.map(|mut r| {
-                for text in &mut r.texts {
-                    text.insert_str(0, prefix);
-                }
-                r
-            })
+            (ask(client, completion).await, prefix)
         }
     };
-    let reply = match reply {
-        Ok(reply) => reply,
+    let (mut reply, context) = match reply {
+        Ok(answered) => answered,
         Err(RequestError::Fatal { message, .. }) => return Err(GenerateError::Fatal(message)),
-        Err(RequestError::Failed { attempts, message }) => {
+        Err(failed) => {
             return Ok(GenerationRecord {
                 task_id: task.task_id.clone(),
                 raw: Vec::new(),
@@ -342,12 +353,20 @@ async fn answer(
                 finish_reasons: Vec::new(),
                 usage: TokenUsage::default(),
                 latency_seconds: started.elapsed().as_secs_f64(),
-                attempts,
-                error: Some(message),
+                attempts: match failed {
+                    RequestError::Failed { attempts, .. } => attempts,
+                    _ => 1,
+                },
+                error: Some(failed.to_string()),
                 wanted: need,
+                context: None,
             })
         }
     };
+    // The official raw_solution of a base model: the prompt and its continuation.
+    for text in &mut reply.texts {
+        text.insert_str(0, prefix);
+    }
     let raw = reply.texts;
     let entry_point = task.entry_point.clone();
     let (raw, solutions) = tokio::task::spawn_blocking(move || {
@@ -371,16 +390,72 @@ async fn answer(
         attempts: reply.attempts,
         error: None,
         wanted: need,
+        context,
     })
 }
 
+/// Sends `request`; where it does not fit the model's context window, asks again once with
+/// the token limit the window leaves beside the prompt (when the server said how much that
+/// is), and otherwise answers with empty texts: a model that cannot read a prompt has no
+/// answer to it, which is judged `fail`, never `infra`. The answers come with what the window
+/// did to them.
+async fn ask(
+    client: &Client,
+    request: Request,
+) -> Result<(Response, Option<ContextLimit>), RequestError> {
+    let started = Instant::now();
+    let full = match client.generate(&request).await {
+        Err(RequestError::ContextFull(full)) => full,
+        answered => return answered.map(|response| (response, None)),
+    };
+    let mut limit = ContextLimit {
+        reason: full.describe(),
+        said: full.message.clone(),
+        max_tokens: None,
+        empty: true,
+    };
+    let mut attempts = 1;
+    if let Some(room) = full.room().filter(|room| *room < request.max_tokens) {
+        limit.max_tokens = Some(room);
+        let lowered = Request {
+            max_tokens: room,
+            ..request.clone()
+        };
+        match client.generate(&lowered).await {
+            Ok(mut response) => {
+                limit.empty = false;
+                response.latency = started.elapsed();
+                response.attempts += 1;
+                return Ok((response, Some(limit)));
+            }
+            Err(RequestError::ContextFull(again)) => {
+                limit.reason = again.describe();
+                limit.said = again.message;
+                attempts = 2;
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    let n = request.n as usize;
+    let empty = Response {
+        texts: vec![String::new(); n],
+        finish_reasons: vec![None; n],
+        tool_calls: vec![Vec::new(); n],
+        usage: TokenUsage::default(),
+        latency: started.elapsed(),
+        attempts,
+    };
+    Ok((empty, Some(limit)))
+}
+
 /// Writes `samples.jsonl`: tasks in dataset order, each task's answers in the order they
-/// came, one official row each (as Python's `json.dumps` writes it).
+/// came, one official row each (as Python's `json.dumps` writes it). Returns the rows written
+/// and the rows left empty by a full context window, with why.
 fn write_samples(
     dir: &RunDir,
     dataset: &Dataset,
     records: &[GenerationRecord],
-) -> Result<usize, RunDirError> {
+) -> Result<(usize, BTreeMap<usize, String>), RunDirError> {
     let mut by_task: HashMap<&str, Vec<&GenerationRecord>> = HashMap::new();
     for record in records {
         by_task
@@ -390,9 +465,14 @@ fn write_samples(
     }
     let mut text = String::new();
     let mut rows = 0;
+    let mut empty = BTreeMap::new();
     for task in &dataset.tasks {
         for record in by_task.get(task.task_id.as_str()).into_iter().flatten() {
+            let nothing_fit = record.context.as_ref().filter(|c| c.empty);
             for (raw, solution) in record.raw.iter().zip(&record.solutions) {
+                if let Some(context) = nothing_fit {
+                    empty.insert(rows, context.note());
+                }
                 text.push_str(&python_json::dumps(&Row {
                     task_id: &task.task_id,
                     solution,
@@ -404,7 +484,7 @@ fn write_samples(
         }
     }
     dir.write_file(SAMPLES, text.as_bytes())?;
-    Ok(rows)
+    Ok((rows, empty))
 }
 
 /// What the answered requests of `records` cost, as the manifest's generation totals say; in
@@ -415,6 +495,13 @@ pub fn totals(records: &[GenerationRecord], prices: Option<&Prices>) -> Generati
     for record in records.iter().filter(|r| r.error.is_none()) {
         totals.requests += 1;
         totals.samples += record.raw.len();
+        // Empty because nothing fit the window: counted there, not among the empty answers.
+        let nothing_fit = record.context.as_ref().is_some_and(|c| c.empty);
+        match &record.context {
+            Some(_) if nothing_fit => totals.context.empty += record.raw.len(),
+            Some(_) => totals.context.lowered += record.raw.len(),
+            None => {}
+        }
         totals.usage += &record.usage;
         if record.attempts > 1 {
             totals.retried_requests += 1;
@@ -426,7 +513,9 @@ pub fn totals(records: &[GenerationRecord], prices: Option<&Prices>) -> Generati
             .iter()
             .filter(|r| r.as_deref().is_some_and(hit_token_limit))
             .count();
-        totals.empty += record.raw.iter().filter(|t| t.trim().is_empty()).count();
+        if !nothing_fit {
+            totals.empty += record.raw.iter().filter(|t| t.trim().is_empty()).count();
+        }
         totals.latency_max_seconds = totals.latency_max_seconds.max(record.latency_seconds);
     }
     if totals.requests > 0 {

@@ -401,9 +401,11 @@ impl Inner {
                         let pause = retry_after.map(|hint| self.policy.server_wait(hint));
                         self.gate.overloaded(&place, pause);
                     }
-                    Err(AttemptError::Reject(_) | AttemptError::Fatal { .. }) => {
-                        self.pacer.settle(charge, 0)
-                    }
+                    Err(
+                        AttemptError::Reject(_)
+                        | AttemptError::ContextFull(_)
+                        | AttemptError::Fatal { .. },
+                    ) => self.pacer.settle(charge, 0),
                     Err(AttemptError::Retry { .. }) => self.pacer.settle(charge, call.tokens),
                 }
                 answer

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::context::ContextFull;
+
 /// A [`ClientConfig`](crate::ClientConfig) that cannot work; reported before any request is sent.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -60,8 +62,12 @@ pub enum RequestError {
         /// What went wrong, including the provider's own message when there is one.
         message: String,
     },
-    /// This request failed for good (rejected as invalid, e.g. prompt too long, or retries
-    /// exhausted on transient errors); other requests may still succeed.
+    /// The request does not fit the model's context window: the model's answer, in a way
+    /// (the same request gets the same refusal), never retried and never the harness's fault.
+    #[error("{}", .0.message)]
+    ContextFull(ContextFull),
+    /// This request failed for good (rejected as invalid, or retries exhausted on transient
+    /// errors); other requests may still succeed.
     #[error("{message}")]
     Failed {
         /// HTTP attempts made, the first one included.
@@ -84,6 +90,8 @@ pub(crate) enum AttemptError {
     },
     /// This request is wrong; sending it again gives the same answer.
     Reject(String),
+    /// The request does not fit the model's context window.
+    ContextFull(ContextFull),
     /// Nothing sent with this configuration can succeed.
     Fatal {
         status: Option<u16>,

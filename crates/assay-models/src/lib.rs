@@ -13,7 +13,9 @@
 //! retried after the server's `Retry-After` or an exponential backoff with jitter. Failures are
 //! sorted by consequence: [`RequestError::Failed`] loses one request,
 //! [`RequestError::Fatal`] means no request can succeed (bad key, unknown model, exhausted
-//! quota) and the run should stop.
+//! quota) and the run should stop. A request that does not fit the model's context window is
+//! neither: [`RequestError::ContextFull`] says so in the server's words, with the numbers it
+//! named, and is never retried.
 //!
 //! A client presses its provider no harder than its [`Limits`]: requests in flight at most
 //! (lowered while the server answers 429 or 503, raised back as it copes), and requests and
@@ -25,6 +27,7 @@
 mod anthropic;
 mod client;
 mod config;
+mod context;
 mod error;
 mod gate;
 mod http;
@@ -38,6 +41,7 @@ mod throttle;
 
 pub use client::{Client, LoadReports, LOAD_EVERY};
 pub use config::{ApiKey, Backoff, ClientConfig, Limits};
+pub use context::ContextFull;
 pub use error::{ConfigError, RequestError};
 pub use request::{Conversation, Prompt, Request, Tool, ToolCall, Turn};
 pub use response::{hit_token_limit, Response};

@@ -54,6 +54,9 @@ impl RetryPolicy {
                 Err(AttemptError::Fatal { status, message }) => {
                     return Err(RequestError::Fatal { status, message })
                 }
+                Err(AttemptError::ContextFull(full)) => {
+                    return Err(RequestError::ContextFull(full))
+                }
                 Err(AttemptError::Reject(message)) => {
                     return Err(RequestError::Failed {
                         attempts: made,

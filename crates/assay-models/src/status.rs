@@ -10,6 +10,7 @@ use reqwest::header::{HeaderMap, LOCATION};
 use reqwest::StatusCode;
 use serde_json::Value;
 
+use crate::context::{self, Refusal};
 use crate::error::AttemptError;
 
 /// Longest provider error text or raw body excerpt quoted in a message.
@@ -26,6 +27,9 @@ pub(crate) fn classify(
     let info = ErrorInfo::from_body(body);
     let code = status.as_u16();
     let message = format!("HTTP {code}: {}", info.describe(status));
+    if let Some(full) = info.context_full(code, &message) {
+        return AttemptError::ContextFull(full);
+    }
     let fatal = |message: String| AttemptError::Fatal {
         status: Some(code),
         message,
@@ -67,6 +71,10 @@ struct ErrorInfo {
     kind: Option<String>,
     code: Option<String>,
     detail_code: Option<String>,
+    /// llama.cpp's server: the window (`n_ctx`) and the prompt's tokens (`n_prompt_tokens`)
+    /// of a request that did not fit.
+    n_ctx: Option<u64>,
+    n_prompt_tokens: Option<u64>,
     /// The start of a body that is not JSON (an HTML page from a proxy, plain text).
     raw: Option<String>,
 }
@@ -92,6 +100,8 @@ impl ErrorInfo {
                 kind: error.get("type").and_then(text),
                 code: error.get("code").and_then(text),
                 detail_code: error.pointer("/details/error_code").and_then(text),
+                n_ctx: error.get("n_ctx").and_then(Value::as_u64),
+                n_prompt_tokens: error.get("n_prompt_tokens").and_then(Value::as_u64),
                 raw: None,
             },
             Some(Value::String(message)) => ErrorInfo {
@@ -129,6 +139,27 @@ impl ErrorInfo {
             out.push_str(&format!(" ({tag})"));
         }
         out
+    }
+
+    /// The refusal of a request that does not fit the model's context window, if this is one;
+    /// `message` is how the error is quoted.
+    fn context_full(&self, status: u16, message: &str) -> Option<context::ContextFull> {
+        let text = self.message.as_deref().or(self.raw.as_deref())?;
+        let tags = [
+            self.code.clone(),
+            self.kind.clone(),
+            self.detail_code.clone(),
+        ];
+        context::recognize(
+            &Refusal {
+                status,
+                text,
+                tags: &tags,
+                n_ctx: self.n_ctx,
+                n_prompt_tokens: self.n_prompt_tokens,
+            },
+            message,
+        )
     }
 
     /// A 429 that means "no more money" rather than "slow down": OpenAI's `insufficient_quota`,
@@ -244,10 +275,34 @@ mod tests {
     fn provider_messages_are_quoted() {
         let body = r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
         match classify_json(400, body) {
-            AttemptError::Reject(m) => assert_eq!(
-                m,
-                "HTTP 400: This model's maximum context length is 8192 tokens (context_length_exceeded)"
-            ),
+            AttemptError::ContextFull(full) => {
+                assert_eq!(
+                    full.message,
+                    "HTTP 400: This model's maximum context length is 8192 tokens (context_length_exceeded)"
+                );
+                assert_eq!(full.window, Some(8192));
+            }
+            other => panic!("{other:?}"),
+        }
+        // llama.cpp's server names the numbers in fields of its own.
+        let body = r#"{"error":{"code":400,"message":"request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4476,"n_ctx":4096}}"#;
+        match classify_json(400, body) {
+            AttemptError::ContextFull(full) => {
+                assert_eq!((full.window, full.prompt_tokens), (Some(4096), Some(4476)));
+                assert!(full.prompt_alone);
+            }
+            other => panic!("{other:?}"),
+        }
+        // llama-cpp-python's generation that fills the window: a 500, not retried.
+        let body = r#"{"error":{"message":"could not broadcast input array from shape (49152,) into shape (0,)","type":"internal_server_error","param":null,"code":null}}"#;
+        assert!(matches!(
+            classify_json(500, body),
+            AttemptError::ContextFull(_)
+        ));
+        // TGI's body is a string.
+        let body = r#"{"error":"Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 1280 `max_new_tokens`","error_type":"validation"}"#;
+        match classify_json(422, body) {
+            AttemptError::ContextFull(full) => assert_eq!(full.room(), Some(96)),
             other => panic!("{other:?}"),
         }
         let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;

@@ -260,8 +260,8 @@ async fn bad_request_fails_at_once() {
         [Reply::openai_error(
             400,
             "invalid_request_error",
-            "context_length_exceeded",
-            "This model's maximum context length is 128000 tokens.",
+            "integer_below_min_value",
+            "Invalid 'n': integer below minimum value.",
         )],
     );
     match openai(&server).generate(&chat(1)).await {
@@ -269,8 +269,7 @@ async fn bad_request_fails_at_once() {
             assert_eq!(attempts, 1);
             assert_eq!(
                 message,
-                "HTTP 400: This model's maximum context length is 128000 tokens. \
-                 (context_length_exceeded)"
+                "HTTP 400: Invalid 'n': integer below minimum value. (integer_below_min_value)"
             );
         }
         other => panic!("{other:?}"),
@@ -375,7 +374,7 @@ async fn one_anthropic_sample_failing_for_good_fails_the_call() {
         [Reply::anthropic_error(
             400,
             "invalid_request_error",
-            "prompt is too long",
+            "messages: roles must alternate",
         )],
     );
     let client = Client::new(config("anthropic:claude-haiku-4-5", Some(server.url()))).unwrap();
@@ -384,7 +383,7 @@ async fn one_anthropic_sample_failing_for_good_fails_the_call() {
             assert_eq!(attempts, 1);
             assert_eq!(
                 message,
-                "HTTP 400: prompt is too long (invalid_request_error)"
+                "HTTP 400: messages: roles must alternate (invalid_request_error)"
             );
         }
         other => panic!("{other:?}"),
@@ -469,4 +468,65 @@ fn the_key_never_prints() {
     assert_eq!(format!("{key:?}"), "<redacted>");
     let config = config("openai:m", None);
     assert!(!format!("{config:?}").contains(KEY));
+}
+
+/// Each common server's refusal of a request too long for the model's window, in its real
+/// wire form: recognized at once, never retried, the server's words and numbers kept.
+#[tokio::test]
+async fn a_full_context_window_is_not_retried() {
+    let llama_cpp = serde_json::json!({"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}});
+    let tgi = serde_json::json!({"error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 1280 `max_new_tokens`", "error_type": "validation"});
+    let vllm = serde_json::json!({"error": {"message": "'max_tokens' or 'max_completion_tokens' is too large: 1280. This model's maximum context length is 2048 tokens and your request has 1000 input tokens (1280 > 2048 - 1000). (parameter=max_tokens, value=1280)", "type": "BadRequestError", "param": null, "code": 400}});
+    let cases = [
+        (
+            "openai",
+            Route::Chat,
+            Reply::openai_error(400, "invalid_request_error", "context_length_exceeded", "This model's maximum context length is 8192 tokens. However, you requested 9472 tokens (8192 in the messages, 1280 in the completion). Please reduce the length of the messages or completion."),
+            (Some(8192), Some(8192), None),
+        ),
+        ("vllm", Route::Chat, Reply::json(400, vllm), (Some(2048), Some(1000), Some(1048))),
+        ("llama.cpp", Route::Chat, Reply::json(400, llama_cpp), (Some(4096), Some(4476), None)),
+        (
+            "llama-cpp-python",
+            Route::Chat,
+            Reply::openai_error(500, "internal_server_error", "", "could not broadcast input array from shape (49152,) into shape (0,)"),
+            (None, None, None),
+        ),
+        ("tgi", Route::Chat, Reply::json(422, tgi), (Some(4096), Some(4000), Some(96))),
+        (
+            "anthropic",
+            Route::Messages,
+            Reply::anthropic_error(400, "invalid_request_error", "input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000, decrease input length or `max_tokens` and try again"),
+            (Some(200000), Some(197626), Some(2374)),
+        ),
+    ];
+    for (server_kind, route, reply, (window, prompt, room)) in cases {
+        let server = MockServer::start().await;
+        server.push(route, [reply]);
+        let client = if route == Route::Messages {
+            Client::new(config("anthropic:claude-haiku-4-5", Some(server.url()))).unwrap()
+        } else {
+            openai(&server)
+        };
+        let retried = Arc::new(Mutex::new(0));
+        let seen = Arc::clone(&retried);
+        let client = client.on_retry(move |_| *seen.lock().unwrap() += 1);
+        match client.generate(&chat(1)).await {
+            Err(RequestError::ContextFull(full)) => {
+                assert_eq!(
+                    (full.window, full.prompt_tokens, full.room()),
+                    (window, prompt, room),
+                    "{server_kind}"
+                );
+                assert!(
+                    full.message.starts_with("HTTP "),
+                    "{server_kind}: {}",
+                    full.message
+                );
+            }
+            other => panic!("{server_kind}: {other:?}"),
+        }
+        assert_eq!(server.requests().len(), 1, "{server_kind}: sent once");
+        assert_eq!(*retried.lock().unwrap(), 0, "{server_kind}");
+    }
 }

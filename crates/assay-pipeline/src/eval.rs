@@ -1,5 +1,6 @@
 //! `eval`: a samples file judged into a run directory, resumably, with the official files.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use assay_eval::bigcodebench::samples::{self, model_name};
@@ -99,6 +100,7 @@ pub async fn eval(
                 records: opened.records,
                 model: &model,
                 unanswered: &[],
+                empty_answers: &BTreeMap::new(),
                 generation: None,
             },
             listener,

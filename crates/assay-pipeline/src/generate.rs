@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use assay_generate::{prompt, resolve, Generation, Model};
+use assay_generate::{prompt, resolve, Generated, Generation, Model};
 use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider};
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
@@ -207,7 +207,7 @@ pub async fn generate(
     chosen: &Chosen,
     python: &Path,
     listener: &mut dyn Listener,
-) -> Result<GenerationOutcome, PipelineError> {
+) -> Result<Generated, PipelineError> {
     let python = python.to_path_buf();
     let sanitizer = tokio::task::spawn_blocking(move || Sanitizer::new(&python))
         .await
@@ -221,7 +221,8 @@ pub async fn generate(
         concurrency: chosen.access.concurrency,
         prices: chosen.access.prices,
     };
-    let outcome = generation.run(run, listener).await?;
+    let generated = generation.run(run, listener).await?;
+    let outcome = &generated.outcome;
     let mut manifest = run.manifest()?;
     manifest.model_access = Some(chosen.access.clone());
     manifest.generation = Some(GenerationDone {
@@ -232,7 +233,7 @@ pub async fn generate(
     listener.on_event(&RunEvent::GenerationFinished {
         outcome: outcome.clone(),
     });
-    Ok(outcome)
+    Ok(generated)
 }
 
 /// What `generate` asks for.
@@ -269,7 +270,9 @@ pub async fn generate_only(
     });
     let manifest = chosen.manifest(Kind::BigcodebenchGenerate, &request.tasks, &dataset);
     let mut run = RunDir::open::<serde_json::Value>(&out, &manifest)?.dir;
-    let outcome = generate(&mut run, &dataset, chosen, &request.python, listener).await?;
+    let outcome = generate(&mut run, &dataset, chosen, &request.python, listener)
+        .await?
+        .outcome;
     Ok(GenerateReport {
         outcome,
         dir: run.path().to_path_buf(),

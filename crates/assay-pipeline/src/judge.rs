@@ -1,6 +1,7 @@
 //! Judging settings and a started judge: the engine, its environment, and what every
 //! judging pipeline (eval, run, check) does with them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_eval::bigcodebench::evaluation::{check, Evaluation};
@@ -136,6 +137,9 @@ pub struct Evaluate<'a> {
     pub model: &'a str,
     /// Samples the model never answered (task id, why).
     pub unanswered: &'a [(String, String)],
+    /// Samples whose answer is empty because their prompt did not fit the model's context
+    /// window, with why.
+    pub empty_answers: &'a BTreeMap<usize, String>,
     /// What generating the samples cost, when this run generated them.
     pub generation: Option<&'a GenerationTotals>,
 }
@@ -260,6 +264,7 @@ impl Judge {
             environment: &environment,
             model: job.model,
             unanswered: job.unanswered,
+            empty_answers: job.empty_answers,
             generation: job.generation,
         };
         let judged = evaluation

@@ -428,7 +428,10 @@ pub async fn pybench(
     let ran = |end: EpisodeEnd| {
         matches!(
             end,
-            EpisodeEnd::Answered | EpisodeEnd::MaxTurns | EpisodeEnd::ReplayExhausted
+            EpisodeEnd::Answered
+                | EpisodeEnd::MaxTurns
+                | EpisodeEnd::ReplayExhausted
+                | EpisodeEnd::ContextFull
         )
     };
     let mut records: BTreeMap<String, EpisodeRecord> = opened
@@ -686,7 +689,7 @@ impl Context<'_> {
     async fn task(&self, task: &Task, item: Item<'_>) -> (EpisodeRecord, Option<TrajectoryRecord>) {
         // From the episode's start: not the wait for a place among those running.
         let mut started = Instant::now();
-        let (messages, turns, end, cells, tokens, outputs, trajectory) = match item {
+        let (messages, turns, (end, end_reason), cells, tokens, outputs, trajectory) = match item {
             Item::Rejudge(earlier) => {
                 let (old, trajectory) = *earlier;
                 self.done(task);
@@ -713,7 +716,7 @@ impl Context<'_> {
                 (
                     recorded.messages.clone(),
                     turns,
-                    EpisodeEnd::Recorded,
+                    (EpisodeEnd::Recorded, String::new()),
                     Vec::new(),
                     TokenUsage::default(),
                     Vec::new(),
@@ -749,7 +752,7 @@ impl Context<'_> {
                 (
                     episode.messages,
                     episode.turns,
-                    episode.end,
+                    (episode.end, episode.end_reason),
                     cells,
                     episode.tokens,
                     outputs,
@@ -763,7 +766,7 @@ impl Context<'_> {
         let (status, reason) = if end == EpisodeEnd::ModelFailed {
             (
                 Status::Infra,
-                "the model could not be reached for good".to_string(),
+                format!("the model could not be reached for good: {end_reason}"),
             )
         } else {
             (headline.status, headline.reason)
@@ -776,6 +779,7 @@ impl Context<'_> {
             verdicts,
             turns,
             end,
+            end_reason,
             cells,
             tokens,
             seconds: started.elapsed().as_secs_f64(),
@@ -938,6 +942,7 @@ fn not_run(task: &Task, why: String, end: EpisodeEnd) -> EpisodeRecord {
         },
         turns: 0,
         end,
+        end_reason: String::new(),
         cells: Vec::new(),
         tokens: TokenUsage::default(),
         seconds: 0.0,

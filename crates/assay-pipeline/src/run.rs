@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use assay_eval::bigcodebench::samples;
+use assay_generate::Generated;
 use assay_records::{EvalSummary, GenerationOutcome, Kind, Listener, RunEvent, Split};
 use assay_rundir::SAMPLES;
 
@@ -73,14 +74,17 @@ pub async fn run(
     let mut run = opened.dir;
     let mut prepared = judge.prepare(&dataset, listener).await?;
     let python = judge.python();
-    let outcome = {
+    let Generated {
+        outcome,
+        empty_answers,
+    } = {
         let shared = Mutex::new(&mut *listener);
         let (mut answers, mut references) = (Shared(&shared), Shared(&shared));
-        let (outcome, _) = tokio::try_join!(
+        let (generated, _) = tokio::try_join!(
             generate(&mut run, &dataset, chosen, &python, &mut answers),
             judge.measure_references(&mut prepared, &dataset, &mut references),
         )?;
-        outcome
+        generated
     };
     if outcome.samples == 0 {
         return Err(PipelineError::Invalid(
@@ -105,6 +109,7 @@ pub async fn run(
                 records: opened.records,
                 model: &chosen.name,
                 unanswered: &unanswered,
+                empty_answers: &empty_answers,
                 // The reference solutions cost nothing and bill no tokens.
                 generation: chosen.calls_api().then_some(&outcome.totals),
             },

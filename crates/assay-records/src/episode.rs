@@ -65,6 +65,10 @@ pub enum EpisodeEnd {
     /// A replayed trajectory had no more replies (upstream: the model call failed and the
     /// loop stopped).
     ReplayExhausted,
+    /// The conversation outgrew the model's context window: its server refused the next
+    /// request as too long (upstream's loop ends at a failed model call too). Judged on what
+    /// the episode produced; `end_reason` quotes the server.
+    ContextFull,
     /// The model could not be reached for good (the task is `infra`; a rerun asks again).
     ModelFailed,
     /// The harness failed (a session that would not start, outputs that could not be read
@@ -138,6 +142,10 @@ pub struct EpisodeRecord {
     pub turns: u32,
     /// Why the episode ended.
     pub end: EpisodeEnd,
+    /// Why, in a sentence: the turn limit, the model's last words, or what its server said
+    /// when it refused a request (a full context window, a failure).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub end_reason: String,
     /// Each executed cell.
     #[serde(default)]
     pub cells: Vec<CellRecord>,
@@ -202,6 +210,10 @@ pub struct PybenchSummary {
     pub cost_usd: Option<f64>,
     /// Task id → why it is `infra`.
     pub infra: std::collections::BTreeMap<String, String>,
+    /// Task id → what the model's server said when the conversation outgrew its context
+    /// window: episodes that ended there, judged on what they produced. Absent when none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub context_full: std::collections::BTreeMap<String, String>,
     /// The paper's figures for the same model, when it published some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<PublishedFigures>,

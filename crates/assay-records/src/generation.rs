@@ -104,6 +104,50 @@ pub struct GenerationRecord {
     /// Answers the request asked for (a server ignoring `n` gives fewer).
     #[serde(default)]
     pub wanted: u32,
+    /// Where the model's context window decided the answers: the request as first asked did
+    /// not fit it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextLimit>,
+}
+
+/// A request the model's context window refused, and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextLimit {
+    /// What did not fit, in a sentence ("the prompt (1452 tokens) does not fit the model's
+    /// context window (1200 tokens)").
+    pub reason: String,
+    /// The server's own words, with the HTTP status.
+    pub said: String,
+    /// The token limit the request was asked again with, where the window the server named
+    /// left room beside the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Whether the answers are empty because no request fit (the prompt alone, or again with
+    /// the lower limit): judged as the empty answers they are, `fail`.
+    pub empty: bool,
+}
+
+impl ContextLimit {
+    /// Why an empty answer is empty, put before its sample's reason.
+    pub fn note(&self) -> String {
+        format!("no answer: {} ({})", self.reason, self.said)
+    }
+}
+
+/// Answers the model's context window decided, counted apart from the rest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextCounts {
+    /// Answers asked again with the token limit that fits beside their prompt.
+    pub lowered: usize,
+    /// Answers left empty because their prompt did not fit (judged `fail`).
+    pub empty: usize,
+}
+
+impl ContextCounts {
+    /// Whether the window decided no answer.
+    pub fn is_zero(&self) -> bool {
+        self.lowered == 0 && self.empty == 0
+    }
 }
 
 /// Samples a task still lacks after a generation, and why.
@@ -137,8 +181,12 @@ pub struct GenerationTotals {
     /// Answers that hit the token limit: likely cut mid-program.
     pub cut_short: usize,
     /// Answers with no text at all (a refusal, a content filter, a reasoning model that spent
-    /// its budget thinking): scored as they are, as officially, but worth knowing.
+    /// its budget thinking): scored as they are, as officially, but worth knowing. Answers
+    /// empty because their prompt did not fit the model's window are counted in `context`.
     pub empty: usize,
+    /// Answers the model's context window decided.
+    #[serde(default, skip_serializing_if = "ContextCounts::is_zero")]
+    pub context: ContextCounts,
     /// What `usage` cost in US dollars, at the prices given (`--price-in`, `--price-out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,

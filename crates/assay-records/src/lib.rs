@@ -30,8 +30,8 @@ pub use episode::{
 pub use event::{Listener, ModelLoad, RunEvent};
 pub use fingerprint::Fingerprint;
 pub use generation::{
-    GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals, Prices, Split,
-    TokenUsage, Unanswered,
+    ContextCounts, ContextLimit, GenerationOutcome, GenerationRecord, GenerationSettings,
+    GenerationTotals, Prices, Split, TokenUsage, Unanswered,
 };
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};

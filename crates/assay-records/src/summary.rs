@@ -74,6 +74,10 @@ pub struct EvalSummary {
     /// What those tokens cost in US dollars, at the prices given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Answers the model's context window decided (`run`): asked again with a lower token
+    /// limit, or empty because their prompt did not fit (judged `fail`). Absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::ContextCounts>,
     /// What `--stability N` found: verdicts that changed under conditions that ought not to
     /// matter.
     #[serde(default, skip_serializing_if = "Option::is_none")]

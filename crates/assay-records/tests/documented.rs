@@ -84,6 +84,12 @@ fn generation() -> GenerationRecord {
         attempts: 1,
         error: Some("e".into()),
         wanted: 1,
+        context: Some(ContextLimit {
+            reason: "the prompt does not fit".into(),
+            said: "HTTP 400: too long".into(),
+            max_tokens: Some(100),
+            empty: false,
+        }),
     }
 }
 
@@ -103,6 +109,7 @@ fn episode() -> EpisodeRecord {
         },
         turns: 2,
         end: EpisodeEnd::Answered,
+        end_reason: "the model answered without code".into(),
         cells: vec![CellRecord {
             turn: 1,
             status: Status::Pass,
@@ -130,6 +137,7 @@ fn pybench_summary() -> PybenchSummary {
         tokens: TokenUsage::default(),
         cost_usd: Some(0.0),
         infra: BTreeMap::new(),
+        context_full: BTreeMap::from([("PyBench/85".into(), "HTTP 400: too long".into())]),
         published: Some(PublishedFigures {
             model: "m".into(),
             pass_rate: 0.5,
@@ -232,8 +240,13 @@ fn every_field_of_every_record_is_in_the_spec() {
         cell_timeout_seconds: Some(120),
         observation_chars: Some(20_000),
     };
+    let context = ContextCounts {
+        lowered: 1,
+        empty: 1,
+    };
     let totals = GenerationTotals {
         cost_usd: Some(0.0),
+        context,
         ..GenerationTotals::default()
     };
     let outcome = GenerationOutcome {
@@ -298,6 +311,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         budgets_saved: BudgetsSaved::default(),
         tokens: Some(TokenUsage::default()),
         cost_usd: Some(0.0),
+        context: Some(context),
         stability: Some(stability()),
         wall_seconds: 0.0,
     };
@@ -330,6 +344,11 @@ fn every_field_of_every_record_is_in_the_spec() {
         ),
         ("SampleRecord", undocumented(&sample, &spec)),
         ("GenerationRecord", undocumented(&generation, &spec)),
+        (
+            "ContextLimit",
+            undocumented(generation.context.as_ref().unwrap(), &spec),
+        ),
+        ("ContextCounts", undocumented(&context, &spec)),
         ("EvalSummary", undocumented(&summary, &spec)),
         ("GroundTruthSummary", undocumented(&ground_truth(), &spec)),
         ("CheckSummary", undocumented(&check, &spec)),

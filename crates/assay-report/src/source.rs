@@ -511,6 +511,7 @@ mod tests {
             },
             turns: 2,
             end: EpisodeEnd::Answered,
+            end_reason: String::new(),
             cells: vec![],
             tokens: TokenUsage {
                 prompt_tokens: 100,

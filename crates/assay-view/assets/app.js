@@ -375,6 +375,10 @@ function episodeView(id, detail) {
   show(
     el("h1", {}, `${detail.row.task_id} `, badge(detail.row.status)),
     el("p", {}, detail.row.reason),
+    // Why the episode ended, in the words it ended with (the server's, for a full context
+    // window or a model that failed).
+    record.end_reason ? el("p", { class: "ended" + (record.end === "context_full" ? " full" : "") },
+      "Ended: ", el("q", {}, record.end_reason)) : null,
     el("div", { class: "facts" },
       el("span", {}, "category ", el("b", {}, detail.row.groups.join(", ") || "–")),
       el("span", {}, "turns ", el("b", {}, String(record.turns ?? "–"))),

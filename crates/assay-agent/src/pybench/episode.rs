@@ -51,6 +51,10 @@ pub enum ReplyError {
     /// A replayed trajectory has no more replies.
     #[error("the recorded trajectory has no more replies")]
     Exhausted,
+    /// The conversation no longer fits the model's context window: the model's server
+    /// refused the request as too long, in these words.
+    #[error("the conversation outgrew the model's context window: {0}")]
+    ContextFull(String),
     /// The model could not be reached for good.
     #[error("{0}")]
     Failed(String),
@@ -225,6 +229,7 @@ pub async fn run_episode<R: Replier>(
             Err(e) => {
                 let kind = match e {
                     ReplyError::Exhausted => EpisodeEnd::ReplayExhausted,
+                    ReplyError::ContextFull(_) => EpisodeEnd::ContextFull,
                     ReplyError::Failed(_) => EpisodeEnd::ModelFailed,
                 };
                 end = (kind, e.to_string());

@@ -62,6 +62,7 @@ impl ChatAgent {
             attempts: 0,
             error: None,
             wanted: 1,
+            context: None,
         };
         match response {
             Ok(r) => {
@@ -141,7 +142,10 @@ impl Replier for ChatAgent {
     async fn reply(&self, task: &Task, transcript: &Transcript) -> Result<Reply, ReplyError> {
         let response = self.client.generate(&self.request(transcript)).await;
         (self.log)(self.record(task, &response));
-        let response = response.map_err(|e| ReplyError::Failed(e.to_string()))?;
+        let response = response.map_err(|e| match e {
+            RequestError::ContextFull(full) => ReplyError::ContextFull(full.message),
+            other => ReplyError::Failed(other.to_string()),
+        })?;
         Ok(Reply {
             content: response.texts.into_iter().next().unwrap_or_default(),
             calls: response.tool_calls.into_iter().next().unwrap_or_default(),

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use assay_records::{
-    CategoryFigures, EpisodeRecord, Prices, PublishedFigures, PybenchFigures, PybenchSummary,
-    Status, TokenUsage, Verdicts,
+    CategoryFigures, EpisodeEnd, EpisodeRecord, Prices, PublishedFigures, PybenchFigures,
+    PybenchSummary, Status, TokenUsage, Verdicts,
 };
 
 use super::checks::Mode;
@@ -35,6 +35,11 @@ pub fn summarize(
         .filter(|r| r.status == Status::Infra)
         .map(|r| (r.task_id.clone(), r.reason.clone()))
         .collect();
+    let context_full = records
+        .iter()
+        .filter(|r| r.end == EpisodeEnd::ContextFull)
+        .map(|r| (r.task_id.clone(), r.end_reason.clone()))
+        .collect();
     PybenchSummary {
         checks: mode.as_str().into(),
         tasks: records.len(),
@@ -45,6 +50,7 @@ pub fn summarize(
         cost_usd: prices.map(|p| p.cost(&tokens)),
         tokens,
         infra,
+        context_full,
         published,
         wall_seconds,
     }
@@ -118,7 +124,7 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use assay_records::{CheckVerdict, EpisodeEnd};
+    use assay_records::CheckVerdict;
 
     fn record(
         id: &str,
@@ -142,6 +148,7 @@ mod tests {
             },
             turns,
             end: EpisodeEnd::Answered,
+            end_reason: String::new(),
             cells: vec![],
             tokens: TokenUsage {
                 prompt_tokens: 10,

@@ -60,6 +60,10 @@ pub struct Evaluation<'a> {
     /// Samples the model never answered (task id, why): `infra` verdicts, kept out of
     /// `results.jsonl` because a resumed run asks the model again.
     pub unanswered: &'a [(String, String)],
+    /// Samples (by index) whose answer is empty because their prompt did not fit the model's
+    /// context window, with why: judged as the empty answers they are, the why said first in
+    /// their reason.
+    pub empty_answers: &'a BTreeMap<usize, String>,
     /// What generating the samples cost, when this run generated them.
     pub generation: Option<&'a GenerationTotals>,
 }
@@ -139,6 +143,7 @@ impl Evaluation<'_> {
             options,
             environment,
             unanswered,
+            empty_answers,
             model,
             generation,
         } = *self;
@@ -201,7 +206,12 @@ impl Evaluation<'_> {
             run: Some(&mut *run),
             references: &mut *references,
         };
-        while let Some(finished) = rx.recv().await {
+        while let Some(mut finished) = rx.recv().await {
+            if let Finished::Sample(record) = &mut finished {
+                if let Some(why) = empty_answers.get(&record.index) {
+                    record.reason = format!("{why}; {}", record.reason);
+                }
+            }
             let event = finished.event();
             journals.write(&event)?;
             listener.on_event(&event);
@@ -370,6 +380,7 @@ pub fn conclude(run: &RunDir, concluded: Concluded) -> Result<EvalSummary, RunDi
     if let Some(totals) = generation {
         summary.tokens = Some(totals.usage.clone());
         summary.cost_usd = totals.cost_usd;
+        summary.context = (!totals.context.is_zero()).then_some(totals.context);
     }
     run.write_json(SUMMARY, &summary)?;
     Ok(summary)

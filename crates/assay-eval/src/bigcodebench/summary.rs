@@ -112,6 +112,7 @@ pub fn summarize(
         budgets_saved,
         tokens: None,
         cost_usd: None,
+        context: None,
         stability: None,
         wall_seconds: wall.as_secs_f64(),
     }
