@@ -3,8 +3,10 @@
 
 use std::num::{NonZeroU32, NonZeroU64};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
+use assay_models::ServeSettings;
 use assay_pipeline::engine::EngineSettings;
 use assay_pipeline::generate::ModelSettings;
 use assay_pipeline::judge::JudgeSettings;
@@ -323,6 +325,34 @@ pub struct ModelArgs {
     pub retries: u32,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// A model server assay starts for the run: every command that calls a model takes these.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Start this model server for the run, and stop it when the run ends, fails or is
+    /// interrupted (e.g. "vllm serve Qwen/Qwen2.5-Coder-7B-Instruct --port 8000"). Split as a
+    /// shell splits it (leading NAME=value words set variables), run without a shell in a
+    /// process group of its own, without the API keys; its output goes to the run directory's
+    /// server.log. It is reached at --base-url, or at the --port its command names.
+    #[arg(long, value_name = "COMMAND")]
+    pub serve: Option<String>,
+    /// Seconds the server may take to load its model and list it at /models.
+    #[arg(long, value_name = "SECS", default_value_t = 900, requires = "serve",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub serve_timeout: u64,
+}
+
+impl ServeArgs {
+    /// The server to start, if any.
+    pub fn settings(&self) -> Option<ServeSettings> {
+        self.serve.as_ref().map(|command| ServeSettings {
+            command: command.clone(),
+            ready_timeout: Duration::from_secs(self.serve_timeout),
+        })
+    }
 }
 
 /// What a model's provider allows and charges: every command that calls a model takes these.
@@ -445,6 +475,7 @@ impl ModelArgs {
             requests_per_minute: self.provider.requests_per_minute(),
             tokens_per_minute: self.provider.tokens_per_minute(),
             prices: self.provider.prices(),
+            serve: self.serve.settings(),
         }
     }
 }

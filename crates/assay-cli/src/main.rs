@@ -1,6 +1,7 @@
 //! The `assay` command line: arguments parsed into the typed requests of `assay-pipeline`,
 //! which does the work; progress drawn from its events; results printed. Command files
-//! (`*_cmd.rs`) share only `args`, `progress`, `print` and `secrets`, never each other.
+//! (`*_cmd.rs`) share only `args`, `progress`, `print`, `secrets` and `signals`, never each
+//! other.
 
 mod args;
 mod check_cmd;
@@ -16,6 +17,7 @@ mod report_cmd;
 mod run_cmd;
 mod sandbox_cmd;
 mod secrets;
+mod signals;
 mod view_cmd;
 
 use clap::{Parser, Subcommand};
@@ -76,10 +78,19 @@ fn main() -> std::process::ExitCode {
             Some(eval_cmd::PybenchEval::Pybench(args)) => block_on(pybench_cmd::eval(args)),
             None => block_on(eval_cmd::run(args)),
         },
-        Command::Generate(args) => block_on(generate_cmd::run(args)),
+        Command::Generate(args) => {
+            let serving = args.model.serve.serve.is_some();
+            block_on(signals::or_interrupted(serving, generate_cmd::run(args)))
+        }
         Command::Run(args) => match args.pybench {
-            Some(run_cmd::PybenchRun::Pybench(args)) => block_on(pybench_cmd::run(*args)),
-            None => block_on(run_cmd::run(args)),
+            Some(run_cmd::PybenchRun::Pybench(args)) => {
+                let serving = args.serve.serve.is_some();
+                block_on(signals::or_interrupted(serving, pybench_cmd::run(*args)))
+            }
+            None => {
+                let serving = args.model.serve.serve.is_some();
+                block_on(signals::or_interrupted(serving, run_cmd::run(args)))
+            }
         },
         Command::Merge(args) => merge_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),

@@ -13,7 +13,7 @@ use assay_pyenv::Profile;
 use assay_tasks::pybench::PyBench;
 use clap::{Args, ValueEnum};
 
-use crate::args::{EngineArgs, ProviderArgs, ShardArgs};
+use crate::args::{EngineArgs, ProviderArgs, ServeArgs, ShardArgs};
 use crate::print;
 use crate::progress::Progress;
 use crate::secrets;
@@ -82,6 +82,8 @@ pub struct RunArgs {
     pub retries: u32,
     #[command(flatten)]
     pub provider: ProviderArgs,
+    #[command(flatten)]
+    pub serve: ServeArgs,
     /// How the agent's code reaches the interpreter.
     #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown)]
     pub protocol: ProtocolArg,
@@ -133,6 +135,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             requests_per_minute: args.provider.requests_per_minute(),
             tokens_per_minute: args.provider.tokens_per_minute(),
             prices: args.provider.prices(),
+            serve: args.serve.settings(),
         },
         settings: EpisodeSettings {
             protocol: match args.protocol {

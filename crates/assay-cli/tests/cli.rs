@@ -159,5 +159,8 @@ fn env_status_lists_every_profile() {
         .iter()
         .map(|p| p["profile"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bigcodebench", "test", "pybench", "inspect"]);
+    assert_eq!(
+        names,
+        ["bigcodebench", "test", "pybench", "inspect", "llama-server"]
+    );
 }

@@ -11,5 +11,5 @@ pub mod prompt;
 mod run;
 mod settings;
 
-pub use run::{totals, GenerateError, Generated, Generation, Model, GENERATION};
+pub use run::{totals, GenerateError, Generated, Generation, Model, Pending, GENERATION};
 pub use settings::{resolve, SettingsError};

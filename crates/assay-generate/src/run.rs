@@ -11,7 +11,7 @@ use assay_records::{
     ContextLimit, GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals,
     Listener, Prices, RunEvent, TokenUsage, Unanswered,
 };
-use assay_rundir::{python_json, RunDir, RunDirError, SAMPLES};
+use assay_rundir::{python_json, Journal, RunDir, RunDirError, SAMPLES};
 use assay_sanitize::Sanitizer;
 use assay_tasks::bigcodebench::{Dataset, Task};
 use serde::Serialize;
@@ -36,7 +36,7 @@ pub enum Model {
 
 impl Model {
     /// The model API's client; none for the reference solutions.
-    fn client(&self) -> Option<&Client> {
+    pub fn client(&self) -> Option<&Client> {
         match self {
             Model::Reference => None,
             Model::Chat(client) | Model::Completion(client) => Some(client),
@@ -133,14 +133,25 @@ pub struct Generation<'a> {
     pub prices: Option<Prices>,
 }
 
+/// A generation's log read back, and the requests it still needs: what a caller looks at
+/// before anything is asked (a model server is started only when there is something to ask).
+pub struct Pending {
+    journal: Journal,
+    records: Vec<GenerationRecord>,
+    work: VecDeque<(Arc<Task>, u32)>,
+}
+
+impl Pending {
+    /// Answers still to be asked for.
+    pub fn answers(&self) -> usize {
+        self.work.iter().map(|(_, need)| *need as usize).sum()
+    }
+}
+
 impl Generation<'_> {
-    /// Asks for every answer `dir` does not hold yet, then writes `samples.jsonl`. Every
-    /// request's record goes to `generation.jsonl`, then to `listener` as an event.
-    pub async fn run(
-        &self,
-        dir: &mut RunDir,
-        listener: &mut dyn Listener,
-    ) -> Result<Generated, GenerateError> {
+    /// Reads `generation.jsonl` in `dir` back (a bad record is an error naming its line and
+    /// field) and works out the requests still needed for every task's answers.
+    pub fn pending(&self, dir: &mut RunDir) -> Result<Pending, GenerateError> {
         let settings = self.settings;
         if matches!(self.model, Model::Completion(_))
             && settings.split == assay_tasks::bigcodebench::Split::Instruct
@@ -151,8 +162,7 @@ impl Generation<'_> {
                     .into(),
             ));
         }
-        let (mut journal, records) = dir.journal::<GenerationRecord>(GENERATION)?;
-        let mut records = records;
+        let (journal, records) = dir.journal::<GenerationRecord>(GENERATION)?;
         for (line, record) in records.iter().enumerate() {
             if let Some(message) = problem(record, self.dataset) {
                 return Err(GenerateError::Record {
@@ -184,8 +194,29 @@ impl Generation<'_> {
             }
         }
         drop(answered);
+        Ok(Pending {
+            journal,
+            records,
+            work,
+        })
+    }
+
+    /// Asks for every answer `pending` lacks, then writes `samples.jsonl`. Every request's
+    /// record goes to `generation.jsonl`, then to `listener` as an event.
+    pub async fn run(
+        &self,
+        dir: &mut RunDir,
+        pending: Pending,
+        listener: &mut dyn Listener,
+    ) -> Result<Generated, GenerateError> {
+        let settings = self.settings;
+        let missing = pending.answers();
+        let Pending {
+            mut journal,
+            mut records,
+            mut work,
+        } = pending;
         let total = self.dataset.tasks.len() * settings.n as usize;
-        let missing: usize = work.iter().map(|(_, need)| *need as usize).sum();
         listener.on_event(&RunEvent::GenerationStarted {
             samples: total,
             done: total - missing,

@@ -343,6 +343,71 @@ impl Client {
     }
 }
 
+/// What a server says when asked which models it serves: whether a server assay started is
+/// up yet.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Listing {
+    /// It answered with a model list: their ids.
+    Models(Vec<String>),
+    /// Not up yet: no connection, no answer, or a status that says it is still loading (a
+    /// server answers 503 while it loads its model).
+    NotYet(String),
+    /// It answers, but not with a model list there: a wrong base URL, or no API server.
+    Wrong(String),
+}
+
+/// How long one look at the model list may take.
+const LISTING_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most of a model list read.
+const LISTING_BYTES: usize = 1 << 20;
+
+impl Client {
+    /// Where the server lists its models: `{base}/models` (OpenAI), `{base}/v1/models`
+    /// (Anthropic).
+    pub(crate) fn models_url(&self) -> String {
+        let path = match self.inner.spec.provider {
+            Provider::OpenAi => "/models",
+            Provider::Anthropic => "/v1/models",
+        };
+        format!("{}{path}", self.inner.base)
+    }
+
+    /// Asks the server once which models it serves, with the client's headers (a server may
+    /// want the key).
+    pub(crate) async fn list_models(&self) -> Listing {
+        let url = self.models_url();
+        let inner = &self.inner;
+        let answer = inner
+            .transport
+            .get(&url, &inner.headers, LISTING_TIMEOUT, LISTING_BYTES)
+            .await;
+        let (status, body) = match answer {
+            Ok(answer) => answer,
+            Err(cause) => return Listing::NotYet(cause),
+        };
+        let said = || crate::status::truncate(String::from_utf8_lossy(&body).trim());
+        if matches!(status.as_u16(), 502..=504) {
+            return Listing::NotYet(format!("HTTP {}: {}", status.as_u16(), said()));
+        }
+        if !status.is_success() {
+            return Listing::Wrong(format!("HTTP {}: {}", status.as_u16(), said()));
+        }
+        let ids = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|list| {
+                list.get("data")?
+                    .as_array()?
+                    .iter()
+                    .map(|m| m.get("id")?.as_str().map(String::from))
+                    .collect::<Option<Vec<String>>>()
+            });
+        match ids {
+            Some(ids) => Listing::Models(ids),
+            None => Listing::Wrong(format!("HTTP 200, but not a model list: {}", said())),
+        }
+    }
+}
+
 /// One HTTP request to make.
 #[derive(Clone, Copy)]
 struct Call<'a> {

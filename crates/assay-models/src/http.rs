@@ -113,6 +113,42 @@ impl Transport {
     }
 }
 
+impl Transport {
+    /// GETs `url` within `timeout` and returns the status and at most `limit` bytes of the
+    /// body; a connection that fails or a server that does not answer in time is `Err` with
+    /// the cause. Nothing is retried: the caller polls.
+    pub(crate) async fn get(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        timeout: Duration,
+        limit: usize,
+    ) -> Result<(reqwest::StatusCode, Vec<u8>), String> {
+        let attempt = async {
+            let mut response = self
+                .client
+                .get(url)
+                .headers(headers.clone())
+                .send()
+                .await
+                .map_err(|err| describe(&err))?;
+            let status = response.status();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|err| describe(&err))? {
+                bytes.extend_from_slice(&chunk);
+                if bytes.len() > limit {
+                    bytes.truncate(limit);
+                    break;
+                }
+            }
+            Ok((status, bytes))
+        };
+        tokio::time::timeout(timeout, attempt)
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {timeout:?}")))
+    }
+}
+
 /// A reqwest error as a readable cause: what failed plus the chain of underlying errors
 /// (`connection failed: tcp connect error: Connection refused (os error 111)`). The URL reqwest
 /// puts in its own message is left out; the caller knows where it sent the request.

@@ -18,7 +18,7 @@ impl Provider {
 
     /// The environment variable the caller reads the API key from; named in error messages so a
     /// user knows what to set.
-    pub fn key_env_var(&self) -> &'static str {
+    pub const fn key_env_var(&self) -> &'static str {
         match self {
             Provider::OpenAi => "OPENAI_API_KEY",
             Provider::Anthropic => "ANTHROPIC_API_KEY",

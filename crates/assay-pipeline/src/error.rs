@@ -46,6 +46,9 @@ pub enum PipelineError {
     /// Generation settings are out of range.
     #[error(transparent)]
     Settings(#[from] assay_generate::SettingsError),
+    /// The model server (`--serve`) could not be started.
+    #[error(transparent)]
+    Serve(#[from] assay_models::ServeError),
     /// The sanitizer could not start.
     #[error("starting the sanitizer: {0}")]
     Sanitizer(String),

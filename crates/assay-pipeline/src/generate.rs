@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_generate::{prompt, resolve, Generated, Generation, Model};
-use assay_models::{ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider};
+use assay_models::{
+    ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider, ServeSettings,
+};
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
     ModelAccess, Prices, RunEvent, Split,
@@ -18,6 +20,7 @@ use assay_tasks::bigcodebench::Dataset;
 
 use crate::error::PipelineError;
 use crate::selection::TaskSelection;
+use crate::serving;
 
 /// Which model answers, and how it is asked.
 #[derive(Debug, Clone)]
@@ -50,6 +53,8 @@ pub struct ModelSettings {
     pub tokens_per_minute: Option<NonZeroU64>,
     /// What tokens cost, for the totals.
     pub prices: Option<Prices>,
+    /// A model server to start for the run (`--serve`).
+    pub serve: Option<ServeSettings>,
 }
 
 /// The model as chosen.
@@ -66,6 +71,8 @@ pub struct Chosen {
     pub access: ModelAccess,
     /// Whether a base model continues the prompt.
     pub direct_completion: bool,
+    /// The model server to start when there is something to ask (`--serve`).
+    pub serve: Option<ServeSettings>,
 }
 
 impl ModelSettings {
@@ -105,11 +112,13 @@ impl ModelSettings {
             requests_per_minute: self.requests_per_minute.map(NonZeroU32::get),
             tokens_per_minute: self.tokens_per_minute.map(NonZeroU64::get),
             prices: self.prices,
+            server: None,
         };
         if spec == "reference" {
-            if self.base_url.is_some() || self.direct_completion {
+            if self.base_url.is_some() || self.direct_completion || self.serve.is_some() {
                 return invalid(
-                    "--base-url and --direct-completion are for model APIs, not `reference`",
+                    "--base-url, --serve and --direct-completion are for model APIs, not \
+                     `reference`",
                 );
             }
             let limited = self.requests_per_minute.is_some() || self.tokens_per_minute.is_some();
@@ -125,6 +134,7 @@ impl ModelSettings {
                 settings: settings(true)?,
                 access: access(None),
                 direct_completion: false,
+                serve: None,
             });
         }
         let parsed: ModelSpec = spec.parse()?;
@@ -144,9 +154,14 @@ impl ModelSettings {
                     "--request-timeout must be a positive number of seconds".into(),
                 )
             })?;
+        let base_url = serving::base_url(
+            self.base_url.as_deref(),
+            self.serve.as_ref(),
+            &parsed.provider,
+        )?;
         let client = Client::new(ClientConfig {
             spec: parsed.clone(),
-            base_url: self.base_url.clone(),
+            base_url,
             api_key: key(&parsed.provider).map(ApiKey::new),
             request_timeout,
             retries: self.retries,
@@ -170,6 +185,7 @@ impl ModelSettings {
             settings,
             access: access(base_url),
             direct_completion: self.direct_completion,
+            serve: self.serve.clone(),
         })
     }
 }
@@ -221,10 +237,30 @@ pub async fn generate(
         concurrency: chosen.access.concurrency,
         prices: chosen.access.prices,
     };
-    let generated = generation.run(run, listener).await?;
-    let outcome = &generated.outcome;
+    let pending = generation.pending(run)?;
+    let server = match (&chosen.serve, chosen.model.client()) {
+        (Some(serve), Some(client)) if pending.answers() > 0 => {
+            Some(serving::start(serve, client, run, listener).await?)
+        }
+        _ => None,
+    };
+    let generated = generation.run(run, pending, listener).await;
     let mut manifest = run.manifest()?;
-    manifest.model_access = Some(chosen.access.clone());
+    // The last server started for the run, this time or before.
+    let started = match server {
+        Some(server) => {
+            let started = serving::record(&server);
+            server.stop().await;
+            Some(started)
+        }
+        None => manifest.model_access.and_then(|a| a.server),
+    };
+    let generated = generated?;
+    let outcome = &generated.outcome;
+    manifest.model_access = Some(ModelAccess {
+        server: started,
+        ..chosen.access.clone()
+    });
     manifest.generation = Some(GenerationDone {
         outcome: outcome.clone(),
         finished_at: assay_records::now(),
@@ -302,6 +338,7 @@ mod tests {
                 prompt_usd_per_million: 2.5,
                 completion_usd_per_million: 10.0,
             }),
+            serve: None,
         }
     }
 

@@ -13,6 +13,7 @@ pub mod merge;
 pub mod pybench;
 pub mod run;
 pub mod selection;
+pub mod serving;
 pub mod stability;
 
 pub use error::PipelineError;

@@ -17,6 +17,7 @@ use assay_agent::pybench::{
 };
 use assay_models::{
     ApiKey, Backoff, Client, ClientConfig, Limits as ModelLimits, LoadReports, ModelSpec,
+    ServeSettings,
 };
 use assay_pyenv::Environment;
 use assay_records::{
@@ -32,6 +33,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
+use crate::serving;
 
 /// Every request to an API model, as it returned.
 pub const GENERATION: &str = "generation.jsonl";
@@ -85,6 +87,8 @@ pub struct Access {
     pub tokens_per_minute: Option<NonZeroU64>,
     /// What tokens cost, for the summary.
     pub prices: Option<Prices>,
+    /// A model server to start for the run (`--serve`).
+    pub serve: Option<ServeSettings>,
 }
 
 /// A PyBench run or evaluation.
@@ -126,6 +130,11 @@ enum Model {
 impl Model {
     fn resolve(spec: &str, access: &Access, protocol: Protocol) -> Result<Model, PipelineError> {
         if let Some(file) = spec.strip_prefix("replay:") {
+            if access.serve.is_some() {
+                return Err(PipelineError::Invalid(
+                    "--serve starts a model server; --model replay:FILE needs none".into(),
+                ));
+            }
             if protocol == Protocol::Tools {
                 return Err(PipelineError::Invalid(
                     "--model replay:FILE replays markdown replies; it cannot be used with \
@@ -151,9 +160,14 @@ impl Model {
                 "--request-timeout must be a positive number of seconds".into(),
             ));
         }
+        let base_url = serving::base_url(
+            access.base_url.as_deref(),
+            access.serve.as_ref(),
+            &parsed.provider,
+        )?;
         let client = Client::new(ClientConfig {
             spec: parsed,
-            base_url: access.base_url.clone(),
+            base_url,
             api_key: access.api_key.clone(),
             request_timeout: std::time::Duration::from_secs_f64(access.request_timeout),
             retries: access.retries,
@@ -379,16 +393,19 @@ pub async fn pybench(
             requests_per_minute: access.requests_per_minute.map(NonZeroU32::get),
             tokens_per_minute: access.tokens_per_minute.map(NonZeroU64::get),
             prices: access.prices,
+            server: None,
         });
     }
     let opened = RunDir::open::<EpisodeRecord>(&out, &manifest)?;
     let mut run = opened.dir;
     // How the model is reached this time (a resumed run keeps its manifest): the summary's
-    // cost is at these prices.
-    if manifest.model_access.is_some() {
+    // cost is at these prices. The server an earlier session started stays on record until
+    // another is.
+    if let Some(access) = manifest.model_access.as_mut() {
         let mut kept = run.manifest()?;
-        if kept.model_access != manifest.model_access {
-            kept.model_access = manifest.model_access.clone();
+        access.server = kept.model_access.as_ref().and_then(|a| a.server.clone());
+        if kept.model_access.as_ref() != Some(access) {
+            kept.model_access = Some(access.clone());
             run.update_manifest(&kept)?;
         }
     }
@@ -535,6 +552,24 @@ pub async fn pybench(
         Some(Model::Chat(client)) => Some(client),
         _ => None,
     };
+    let serve = match &request.source {
+        Source::Episodes { access, .. } => access.serve.as_ref(),
+        Source::Recorded { .. } => None,
+    };
+    // Started only for episodes still to play; stopped when they have (or dropped, and so
+    // stopped, when the run fails).
+    let server = match (serve, client) {
+        (Some(serve), Some(client)) if !pending.is_empty() => {
+            let server = serving::start(serve, client, &run, listener).await?;
+            let mut kept = run.manifest()?;
+            if let Some(access) = kept.model_access.as_mut() {
+                access.server = Some(serving::record(&server));
+            }
+            run.update_manifest(&kept)?;
+            Some(server)
+        }
+        _ => None,
+    };
     let mut reports = LoadReports::new(client);
     let mut unfinished = 0;
     loop {
@@ -563,6 +598,9 @@ pub async fn pybench(
             record: Box::new(record.clone()),
         });
         records.insert(record.task_id.clone(), record);
+    }
+    if let Some(server) = server {
+        server.stop().await;
     }
     run.sync()?;
     if let Some(journal) = trajectories.as_mut() {
@@ -973,6 +1011,7 @@ mod tests {
             requests_per_minute: None,
             tokens_per_minute: None,
             prices: None,
+            serve: None,
         };
         let err = Model::resolve("replay:/nonexistent.jsonl", &access, Protocol::Tools)
             .err()

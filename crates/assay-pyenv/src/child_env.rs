@@ -7,7 +7,9 @@
 //! empty environment; [`Inherit::Tools`] lets through by name only what fetching and installing
 //! packages needs (the search path, the home and cache directories, locale, proxies, TLS trust
 //! and the index settings of uv and pip), and [`Inherit::Nothing`] nothing at all. Whatever else a
-//! child needs, its caller sets explicitly.
+//! child needs, its caller sets explicitly. The one exception is a program the user names for
+//! assay to start on their behalf (a model server): [`Inherit::AllBut`] gives it their
+//! environment without the keys assay holds.
 
 use std::ffi::{OsStr, OsString};
 use std::process::Command;
@@ -19,6 +21,10 @@ pub enum Inherit {
     Nothing,
     /// What installers and downloaders need: `TOOL_VARIABLES` by name, `TOOL_PREFIXES`.
     Tools,
+    /// Everything but the variables named: for a program the user named, to run as they would
+    /// run it themselves (a model server, `--serve`), which needs their search path, GPUs,
+    /// caches and tokens; never the provider keys assay holds, which the caller names here.
+    AllBut(&'static [&'static str]),
 }
 
 /// Variables a set-up tool may see, by exact name.
@@ -72,6 +78,9 @@ fn inherited(inherit: Inherit) -> Vec<(OsString, OsString)> {
         Inherit::Tools => std::env::vars_os()
             .filter(|(name, _)| tool_may_see(name))
             .collect(),
+        Inherit::AllBut(hidden) => std::env::vars_os()
+            .filter(|(name, _)| !hidden.iter().any(|h| name == h))
+            .collect(),
     }
 }
 
@@ -106,6 +115,18 @@ mod tests {
         ] {
             assert!(!tool_may_see(OsStr::new(secret)), "{secret}");
         }
+    }
+
+    #[test]
+    fn a_program_of_the_users_sees_all_but_what_is_hidden() {
+        let names: Vec<OsString> = inherited(Inherit::AllBut(&["PATH"]))
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        assert!(!names.iter().any(|n| n == "PATH"), "{names:?}");
+        let all = std::env::vars_os().count();
+        let path = std::env::var_os("PATH").is_some() as usize;
+        assert_eq!(names.len(), all - path);
     }
 
     #[test]

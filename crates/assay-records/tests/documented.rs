@@ -266,6 +266,11 @@ fn every_field_of_every_record_is_in_the_spec() {
         requests_per_minute: Some(500),
         tokens_per_minute: Some(30_000),
         prices: Some(prices),
+        server: Some(StartedServer {
+            command: "vllm serve m --port 8000".into(),
+            models: vec!["m".into()],
+            log: "server.log".into(),
+        }),
     };
     let mut manifest = Manifest::new(Kind::BigcodebenchRun, identity.clone());
     manifest.extends = vec![Kind::BigcodebenchGenerate];
@@ -330,6 +335,10 @@ fn every_field_of_every_record_is_in_the_spec() {
         ("Fingerprint", undocumented(&fingerprint, &spec)),
         ("ModelAccess", undocumented(&access, &spec)),
         ("Prices", undocumented(&prices, &spec)),
+        (
+            "StartedServer",
+            undocumented(access.server.as_ref().unwrap(), &spec),
+        ),
         ("GenerationTotals", undocumented(&totals, &spec)),
         (
             "ModelLoad",

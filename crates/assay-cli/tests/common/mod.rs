@@ -12,6 +12,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod llama;
 
 use std::fs::File;
 use std::io::{Read, Seek};
