@@ -37,34 +37,48 @@ fn assay(dir: &Path, args: &[&str]) -> Output {
         .unwrap_or_else(|| panic!("assay {args:?} did not end within {COMMAND_LIMIT:?}"))
 }
 
-/// `assay run bigcodebench-hard` against `base` on `tasks`, answers capped at `max_tokens`,
-/// into `out`, with `rest`.
+/// `assay run bigcodebench-hard` with the real model, reached as `reach` says (`--base-url
+/// URL` or `--serve COMMAND`), on `tasks`, answers capped at `max_tokens`, into `out`, with
+/// `rest`.
 fn bigcodebench(
-    base: &str,
+    reach: [&str; 2],
     tasks: &[&str],
     max_tokens: u32,
     out: &str,
     rest: &[&str],
 ) -> Vec<String> {
-    let mut args: Vec<String> = [
+    let model = format!("openai:{MODEL}");
+    let (tasks, max_tokens) = (tasks.join(","), max_tokens.to_string());
+    let mut args = vec![
         "run",
         "bigcodebench-hard",
         "--model",
-        &format!("openai:{MODEL}"),
-        "--base-url",
-        base,
+        &model,
+        reach[0],
+        reach[1],
         "--tasks",
-        &tasks.join(","),
+        &tasks,
         "--max-tokens",
-        &max_tokens.to_string(),
+        &max_tokens,
         "--out",
         out,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(JUDGE.iter().chain(rest).map(|s| s.to_string()));
-    args
+    ];
+    args.extend(JUDGE.iter().chain(rest));
+    args.into_iter().map(String::from).collect()
+}
+
+/// `assay run pybench` with the real model, reached as `reach` says, on the shared data's
+/// `tasks`, into `out`, with `rest`.
+fn pybench(reach: [&str; 2], tasks: &str, out: &str, rest: &[&str]) -> Vec<String> {
+    pybench_env();
+    let model = format!("openai:{MODEL}");
+    let data = pybench_data().display().to_string();
+    let mut args = vec![
+        "run", "pybench", "--model", &model, reach[0], reach[1], "--data", &data, "--tasks", tasks,
+        "--out", out,
+    ];
+    args.extend(rest);
+    args.into_iter().map(String::from).collect()
 }
 
 fn strings(args: &[String]) -> Vec<&str> {
@@ -96,7 +110,7 @@ fn bigcodebench_answers_from_a_real_model_through_chat_and_completions() {
         let started = Instant::now();
         let done = assay(
             dir.path(),
-            &strings(&bigcodebench(&base, tasks, 96, out, rest)),
+            &strings(&bigcodebench(["--base-url", &base], tasks, 96, out, rest)),
         );
         let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
         assert!(done.status.success(), "{out}: {stdout}\n{stderr}");
@@ -145,34 +159,18 @@ fn bigcodebench_answers_from_a_real_model_through_chat_and_completions() {
 
 #[test]
 fn pybench_episodes_with_a_real_model_in_both_protocols() {
-    pybench_env();
     let dir = tempfile::tempdir().unwrap();
     let server = LlamaServer::start(4096, dir.path().join("server.log"));
     let base = server.base_url();
-    let data = pybench_data().display().to_string();
     for protocol in ["markdown", "tools"] {
         let started = Instant::now();
-        let done = assay(
-            dir.path(),
-            &[
-                "run",
-                "pybench",
-                "--model",
-                &format!("openai:{MODEL}"),
-                "--base-url",
-                &base,
-                "--data",
-                &data,
-                "--tasks",
-                "3",
-                "--max-turns",
-                "2",
-                "--protocol",
-                protocol,
-                "--out",
-                protocol,
-            ],
+        let args = pybench(
+            ["--base-url", &base],
+            "3",
+            protocol,
+            &["--max-turns", "2", "--protocol", protocol],
         );
+        let done = assay(dir.path(), &strings(&args));
         let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
         assert!(done.status.success(), "{protocol}: {stdout}\n{stderr}");
         eprintln!(
@@ -295,7 +293,7 @@ fn a_server_that_dies_mid_run_and_comes_back() {
         "BigCodeBench/123",
     ];
     let args_owned = bigcodebench(
-        &server.base_url(),
+        ["--base-url", &server.base_url()],
         &tasks,
         48,
         "run",
@@ -363,14 +361,19 @@ fn a_server_that_dies_mid_run_and_comes_back() {
 
 #[test]
 fn a_window_too_small_is_the_models_not_the_harness() {
-    pybench_env();
     let dir = tempfile::tempdir().unwrap();
     // 512 tokens: llama-cpp-python refuses a prompt over it in OpenAI's words (HTTP 400).
     let small = LlamaServer::start(512, dir.path().join("small.log"));
     let tasks = ["BigCodeBench/19", "BigCodeBench/120"];
     let done = assay(
         dir.path(),
-        &strings(&bigcodebench(&small.base_url(), &tasks, 1280, "small", &[])),
+        &strings(&bigcodebench(
+            ["--base-url", &small.base_url()],
+            &tasks,
+            1280,
+            "small",
+            &[],
+        )),
     );
     let stdout = text(&done.stdout);
     assert!(done.status.success(), "{stdout}\n{}", text(&done.stderr));
@@ -412,7 +415,7 @@ fn a_window_too_small_is_the_models_not_the_harness() {
     let done = assay(
         dir.path(),
         &strings(&bigcodebench(
-            &odd.base_url(),
+            ["--base-url", &odd.base_url()],
             &tasks[1..],
             1280,
             "odd",
@@ -440,24 +443,8 @@ fn a_window_too_small_is_the_models_not_the_harness() {
     // PyBench: its first prompt (about 460 tokens) is over a 400-token window; the episode
     // ends there and is judged, quoting the server.
     let tiny = LlamaServer::start(400, dir.path().join("tiny.log"));
-    let data = pybench_data().display().to_string();
-    let done = assay(
-        dir.path(),
-        &[
-            "run",
-            "pybench",
-            "--model",
-            &format!("openai:{MODEL}"),
-            "--base-url",
-            &tiny.base_url(),
-            "--data",
-            &data,
-            "--tasks",
-            "3",
-            "--out",
-            "pybench",
-        ],
-    );
+    let args = pybench(["--base-url", &tiny.base_url()], "3", "pybench", &[]);
+    let done = assay(dir.path(), &strings(&args));
     let stdout = text(&done.stdout);
     assert!(done.status.success(), "{stdout}\n{}", text(&done.stderr));
     let record = &lines(&dir.path().join("pybench/results.jsonl"))[0];
@@ -482,32 +469,12 @@ fn a_window_too_small_is_the_models_not_the_harness() {
 
 #[test]
 fn serve_starts_the_real_server_for_both_benchmarks_and_stops_it() {
-    pybench_env();
     let dir = tempfile::tempdir().unwrap();
     let port = llama::free_port();
     let serve = shlex::try_join(llama::command(port, 4096).iter().map(String::as_str)).unwrap();
     let started = Instant::now();
-    let done = assay(
-        dir.path(),
-        &[
-            "run",
-            "bigcodebench-hard",
-            "--model",
-            &format!("openai:{MODEL}"),
-            "--serve",
-            &serve,
-            "--tasks",
-            TASKS[0],
-            "--max-tokens",
-            "64",
-            "--out",
-            "bigcodebench",
-            "--profile",
-            "test",
-            "--jobs",
-            "2",
-        ],
-    );
+    let args = bigcodebench(["--serve", &serve], &TASKS[..1], 64, "bigcodebench", &[]);
+    let done = assay(dir.path(), &strings(&args));
     let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
     assert!(done.status.success(), "{stdout}\n{stderr}");
     eprintln!(
@@ -532,27 +499,9 @@ fn serve_starts_the_real_server_for_both_benchmarks_and_stops_it() {
     );
     assert_eq!(lines(&run.join("results.jsonl")).len(), 1);
 
-    let data = pybench_data().display().to_string();
     let started = Instant::now();
-    let done = assay(
-        dir.path(),
-        &[
-            "run",
-            "pybench",
-            "--model",
-            &format!("openai:{MODEL}"),
-            "--serve",
-            &serve,
-            "--data",
-            &data,
-            "--tasks",
-            "85",
-            "--max-turns",
-            "1",
-            "--out",
-            "pybench",
-        ],
-    );
+    let args = pybench(["--serve", &serve], "85", "pybench", &["--max-turns", "1"]);
+    let done = assay(dir.path(), &strings(&args));
     assert!(done.status.success(), "{}", text(&done.stderr));
     eprintln!(
         "pybench through --serve: {:.1} s",
@@ -566,25 +515,7 @@ fn serve_starts_the_real_server_for_both_benchmarks_and_stops_it() {
     assert_eq!(manifest["model_access"]["server"]["log"], "server.log");
     assert!(run.join("server.log").is_file());
     // Nothing left to play: the rerun starts no server.
-    let again = assay(
-        dir.path(),
-        &[
-            "run",
-            "pybench",
-            "--model",
-            &format!("openai:{MODEL}"),
-            "--serve",
-            &serve,
-            "--data",
-            &data,
-            "--tasks",
-            "85",
-            "--max-turns",
-            "1",
-            "--out",
-            "pybench",
-        ],
-    );
+    let again = assay(dir.path(), &strings(&args));
     assert!(again.status.success(), "{}", text(&again.stderr));
     assert!(!text(&again.stderr).contains("starting the model server"));
 }

@@ -8,7 +8,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::llama::{free_port, models};
@@ -57,6 +57,13 @@ fn generate(dir: &Path, serve: &str, out: &str, rest: &[&str]) -> std::process::
         .args(rest)
         .env("OPENAI_API_KEY", KEY);
     command
+}
+
+/// What assay said when it refused to run, having exited with 1.
+fn refused(done: &Output) -> String {
+    let stderr = text(&done.stderr);
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    stderr
 }
 
 /// Waits until nothing answers on `port`; panics after [`GONE_WAIT`].
@@ -153,8 +160,7 @@ fn a_server_that_exits_at_once_is_an_error_quoting_its_log() {
     let done = generate(dir.path(), &serve, "run", &["--base-url", &base])
         .output()
         .unwrap();
-    let stderr = text(&done.stderr);
-    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let stderr = refused(&done);
     assert!(
         stderr.contains(&format!(
             "the server exited (exit status: 3) before {base}/models answered"
@@ -184,8 +190,7 @@ fn a_server_that_never_answers_is_stopped_at_its_timeout() {
     )
     .output()
     .unwrap();
-    let stderr = text(&done.stderr);
-    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let stderr = refused(&done);
     assert!(
         stderr.contains(&format!(
             "{base}/models did not answer within 2 s (--serve-timeout"
@@ -213,8 +218,7 @@ fn bad_ways_to_reach_a_server_are_named() {
     let done = generate(dir.path(), &stub(port, "no-models"), "a", &[])
         .output()
         .unwrap();
-    let stderr = text(&done.stderr);
-    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let stderr = refused(&done);
     assert!(
         stderr.contains(&format!(
             "http://127.0.0.1:{port}/v1/models answered, but not with a model list (HTTP 404"
@@ -228,8 +232,7 @@ fn bad_ways_to_reach_a_server_are_named() {
     let done = generate(dir.path(), "ollama serve", "b", &[])
         .output()
         .unwrap();
-    let stderr = text(&done.stderr);
-    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let stderr = refused(&done);
     assert!(
         stderr.contains("--serve `ollama serve`: where will it listen? Give --base-url"),
         "{stderr}"
@@ -243,19 +246,16 @@ fn bad_ways_to_reach_a_server_are_named() {
     )
     .output()
     .unwrap();
-    assert!(
-        text(&done.stderr).contains("--serve: unbalanced quotes"),
-        "{}",
-        text(&done.stderr)
-    );
+    let stderr = refused(&done);
+    assert!(stderr.contains("--serve: unbalanced quotes"), "{stderr}");
     // A program that is not there.
     let done = generate(dir.path(), "no-such-server --port 1", "d", &[])
         .output()
         .unwrap();
+    let stderr = refused(&done);
     assert!(
-        text(&done.stderr).contains("--serve: cannot start `no-such-server`"),
-        "{}",
-        text(&done.stderr)
+        stderr.contains("--serve: cannot start `no-such-server`"),
+        "{stderr}"
     );
     // The reference solutions need no server.
     let done = assay_command(dir.path())
@@ -269,10 +269,10 @@ fn bad_ways_to_reach_a_server_are_named() {
         ])
         .output()
         .unwrap();
+    let stderr = refused(&done);
     assert!(
-        text(&done.stderr).contains("--serve and --direct-completion are for model APIs"),
-        "{}",
-        text(&done.stderr)
+        stderr.contains("--serve and --direct-completion are for model APIs"),
+        "{stderr}"
     );
 }
 
@@ -298,8 +298,7 @@ fn a_server_already_answering_is_not_started_twice() {
         .unwrap();
     let _ = left.kill();
     let _ = left.wait();
-    let stderr = text(&done.stderr);
-    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    let stderr = refused(&done);
     assert!(
         stderr.contains(&format!(
             "http://127.0.0.1:{port}/v1/models already answers (models: stub); a server left running?"

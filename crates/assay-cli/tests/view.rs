@@ -6,6 +6,8 @@
 //! Screenshots are written under `<CARGO_TARGET_TMPDIR>/screenshots/`.
 
 mod common;
+#[path = "../../assay-models/tests/mock/mod.rs"]
+mod mock;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -496,4 +498,52 @@ fn the_viewer_follows_a_run_in_progress() {
     assert_eq!(runs[0]["judged"], 4);
     assert_eq!(runs[0]["statuses"], finished_counts, "{runs}");
     assert_silent(&mut browser);
+}
+
+/// A PyBench episode ended by a server that refused a conversation too long for the model's
+/// window: the episode page says how it ended in the server's own words, as text (these are
+/// a hostile server's, markup and all).
+#[test]
+fn the_viewer_quotes_the_server_that_ended_an_episode() {
+    use mock::{MockServer, Reply, Route};
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        if body["messages"].as_array().unwrap().len() == 3 {
+            Reply::chat(&["Analyse: look\n```python\nprint('looked')\n```"])
+        } else {
+            Reply::anthropic_error(
+                400,
+                "invalid_request_error",
+                &format!("prompt is too long: 9000 tokens > 8192 maximum {ATTACK}"),
+            )
+        }
+    });
+    let out = assay_command(dir.path())
+        .args(["run", "pybench", "--model", "openai:mock", "--base-url"])
+        .arg(server.openai_base())
+        .arg("--data")
+        .arg(pybench_data())
+        .args(["--tasks", "2", "--out", "short"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let viewer = Server::start(dir.path(), &[&dir.path().join("short")]);
+    let mut browser = Browser::start(1200, 900);
+    browser.goto(&format!("{}/#/run/0/sample/2", viewer.url));
+    browser.wait_for("document.querySelector('p.ended.full') !== null");
+    let said = browser.eval("document.querySelector('p.ended.full').textContent");
+    let said = said.as_str().unwrap();
+    assert!(
+        said.starts_with(
+            "Ended: the conversation outgrew the model's context window: HTTP 400: prompt is \
+             too long: 9000 tokens > 8192 maximum <script>"
+        ),
+        "{said}"
+    );
+    assert!(browser.text().contains("context_full"));
+    assert_not_injected(&mut browser);
+    assert_silent(&mut browser);
+    browser.screenshot(&shots().join("view-context-full.png"));
 }

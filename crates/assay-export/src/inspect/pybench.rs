@@ -36,6 +36,9 @@ pub struct EpisodeFacts {
     pub reason: String,
     /// Why the episode ended.
     pub end: EpisodeEnd,
+    /// Why, in a sentence: the server's own words when it refused a request.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub end_reason: String,
     /// Replies the model gave.
     pub turns: u32,
     /// Each executed cell.
@@ -151,6 +154,7 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
                 status: episode.status,
                 reason: episode.reason.clone(),
                 end: episode.end,
+                end_reason: episode.end_reason.clone(),
                 turns: episode.turns,
                 figures: episode
                     .cells
