@@ -343,14 +343,7 @@ async fn answer(
     let (reply, prefix) = match &model {
         Model::Reference => (
             Ok((
-                Response {
-                    texts: vec![task.reference_solution(); need as usize],
-                    finish_reasons: vec![None; need as usize],
-                    tool_calls: vec![Vec::new(); need as usize],
-                    usage: TokenUsage::default(),
-                    latency: started.elapsed(),
-                    attempts: 1,
-                },
+                same_answers(task.reference_solution(), need, started, 1),
                 None,
             )),
             "",
@@ -467,16 +460,22 @@ async fn ask(
             Err(other) => return Err(other),
         }
     }
-    let n = request.n as usize;
-    let empty = Response {
-        texts: vec![String::new(); n],
+    let empty = same_answers(String::new(), request.n, started, attempts);
+    Ok((empty, Some(limit)))
+}
+
+/// `n` answers of `text` that no API billed (the reference solutions, or empty answers), as
+/// asked for since `started` in `attempts` HTTP attempts.
+fn same_answers(text: String, n: u32, started: Instant, attempts: u32) -> Response {
+    let n = n as usize;
+    Response {
+        texts: vec![text; n],
         finish_reasons: vec![None; n],
         tool_calls: vec![Vec::new(); n],
         usage: TokenUsage::default(),
         latency: started.elapsed(),
         attempts,
-    };
-    Ok((empty, Some(limit)))
+    }
 }
 
 /// Writes `samples.jsonl`: tasks in dataset order, each task's answers in the order they

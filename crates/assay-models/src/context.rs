@@ -10,7 +10,7 @@
 //! Servers say it in their own words (each looked up in the server's source where it has one,
 //! and quoted in `docs/generation.md`): OpenAI's `context_length_exceeded`, vLLM's "maximum
 //! context length is N tokens", llama.cpp's `exceed_context_size_error`, llama-cpp-python's
-//! OpenAI-style message (and its HTTP 500 when the window fills while it generates),
+//! OpenAI-style message (and its numpy HTTP 500 when a prompt or an answer overflows it),
 //! Anthropic's "prompt is too long", TGI's 422 "must be <= N", SGLang's, Gemini's, Ollama's and
 //! LM Studio's. Where a server names the window and counts the prompt exactly, the largest
 //! token limit that fits beside the prompt is known ([`ContextFull::room`]); vLLM's newer
@@ -42,8 +42,8 @@ impl ContextFull {
         u32::try_from(room).ok().filter(|room| *room > 0)
     }
 
-    /// How much of the window the prompt takes, in words, for reasons: "the prompt (1,310
-    /// tokens) does not fit the model's context window (1,200 tokens)".
+    /// What did not fit, in words, for reasons: "the prompt (1310 tokens) does not fit the
+    /// model's context window (1200 tokens)".
     pub fn describe(&self) -> String {
         let tokens = |n: u64| format!("{n} tokens");
         let window = self
@@ -74,7 +74,7 @@ pub(crate) struct Refusal<'a> {
     /// The error's message, or the body's start when it is not one of the known shapes.
     pub(crate) text: &'a str,
     /// The error's `code`, `type` or detail code, whichever the server sent.
-    pub(crate) tags: &'a [Option<String>],
+    pub(crate) tags: &'a [Option<&'a str>],
     /// llama.cpp's `n_ctx` field.
     pub(crate) n_ctx: Option<u64>,
     /// llama.cpp's `n_prompt_tokens` field.
@@ -133,17 +133,61 @@ const PROMPT_ALONE: &[&str] = &[
     "`inputs` must have less than",
 ];
 
+/// Where a number stands in a message: right after a phrase, or right before one.
+enum Anchor {
+    After(&'static str),
+    Before(&'static str),
+}
+
+/// Where each server names the window, in the order looked for.
+const WINDOW: &[Anchor] = &[
+    Anchor::After("maximum context length is "),
+    Anchor::After("maximum context length of "),
+    Anchor::After("context length is only "),
+    Anchor::After("the model's context length ("),
+    Anchor::After("the maximum model length of "),
+    Anchor::After("available context size ("),
+    Anchor::After("exceed context window of "),
+    Anchor::After("must be <= "),
+    Anchor::After("must have less than "),
+    Anchor::After("maximum number of tokens allowed ("),
+    // Anthropic: "prompt is too long: N tokens > M maximum", "... context limit: P + M > W".
+    Anchor::Before(" maximum"),
+    Anchor::After(" > "),
+];
+
+/// Where each server counts the prompt's tokens, in the order looked for.
+const PROMPT: &[Anchor] = &[
+    Anchor::Before(" in the messages"),
+    Anchor::Before(" in your prompt"),
+    Anchor::After("your messages resulted in "),
+    Anchor::After("your request has "),
+    Anchor::After("requested tokens ("),
+    Anchor::After("the decoder prompt (length "),
+    Anchor::After("the input ("),
+    Anchor::After("request ("),
+    Anchor::After("prompt is too long: "),
+    Anchor::After("exceed context limit: "),
+    Anchor::After("given: "),
+    Anchor::Before(" tokens from the input messages"),
+    Anchor::After("input token count ("),
+];
+
+/// The first number `anchors` find in `text`.
+fn first_number(text: &str, anchors: &[Anchor]) -> Option<u64> {
+    anchors.iter().find_map(|anchor| match anchor {
+        Anchor::After(prefix) => number_after(text, prefix),
+        Anchor::Before(suffix) => number_before(text, suffix),
+    })
+}
+
 /// The error codes and types that say it whatever the message.
 const TAGS: &[&str] = &["context_length_exceeded", "exceed_context_size_error"];
 
 /// Whether `refusal` says the request does not fit the window, and what it says of the numbers.
 pub(crate) fn recognize(refusal: &Refusal<'_>, message: &str) -> Option<ContextFull> {
     let text = refusal.text.to_lowercase();
-    let tagged = refusal
-        .tags
-        .iter()
-        .flatten()
-        .any(|tag| TAGS.contains(&tag.as_str()));
+    let tagged = refusal.tags.iter().flatten().any(|tag| TAGS.contains(tag));
     let worded = PHRASES.iter().any(|p| text.contains(p));
     let refused = matches!(refusal.status, 400 | 413 | 422) || refusal.status == 500 && worded;
     let overflow = (refusal.status == 500)
@@ -164,41 +208,13 @@ pub(crate) fn recognize(refusal: &Refusal<'_>, message: &str) -> Option<ContextF
         full.prompt_alone = rows_left > 0;
         return Some(full);
     }
-    // The number of the window, in each server's words.
-    full.window = full.window.or_else(|| {
-        number_after(&text, "maximum context length is ")
-            .or_else(|| number_after(&text, "maximum context length of "))
-            .or_else(|| number_after(&text, "context length is only "))
-            .or_else(|| number_after(&text, "the model's context length ("))
-            .or_else(|| number_after(&text, "the maximum model length of "))
-            .or_else(|| number_after(&text, "available context size ("))
-            .or_else(|| number_after(&text, "exceed context window of "))
-            .or_else(|| number_after(&text, "must be <= "))
-            .or_else(|| number_after(&text, "must have less than "))
-            .or_else(|| number_after(&text, "maximum number of tokens allowed ("))
-            .or_else(|| number_before(&text, " maximum"))
-            .or_else(|| number_after(&text, " > "))
-    });
-    // The prompt's tokens, where counted exactly: never vLLM's "at least N" or the renderer's
-    // count, which it cuts at the most the window would take.
-    full.prompt_tokens = full.prompt_tokens.or_else(|| {
-        if text.contains("at least") || text.contains("you passed") {
-            return None;
-        }
-        number_before(&text, " in the messages")
-            .or_else(|| number_before(&text, " in your prompt"))
-            .or_else(|| number_after(&text, "your messages resulted in "))
-            .or_else(|| number_after(&text, "your request has "))
-            .or_else(|| number_after(&text, "requested tokens ("))
-            .or_else(|| number_after(&text, "the decoder prompt (length "))
-            .or_else(|| number_after(&text, "the input ("))
-            .or_else(|| number_after(&text, "request ("))
-            .or_else(|| number_after(&text, "prompt is too long: "))
-            .or_else(|| number_after(&text, "exceed context limit: "))
-            .or_else(|| number_after(&text, "given: "))
-            .or_else(|| number_before(&text, " tokens from the input messages"))
-            .or_else(|| number_after(&text, "input token count ("))
-    });
+    full.window = full.window.or_else(|| first_number(&text, WINDOW));
+    // A lower bound is no count: vLLM's "at least N", and its renderer's count, which it cuts
+    // at the most the window would take.
+    let bounded = text.contains("at least") || text.contains("you passed");
+    if !bounded {
+        full.prompt_tokens = full.prompt_tokens.or_else(|| first_number(&text, PROMPT));
+    }
     // With both numbers the prompt alone is too long when it fills the window; without them,
     // the wording says so or not.
     full.prompt_alone = match (full.prompt_tokens, full.window) {
@@ -254,7 +270,7 @@ mod tests {
 
     /// What `recognize` makes of a message with `status` and `tags`.
     fn read(status: u16, tags: &[&str], text: &str) -> Option<ContextFull> {
-        let tags: Vec<Option<String>> = tags.iter().map(|t| Some(t.to_string())).collect();
+        let tags: Vec<Option<&str>> = tags.iter().copied().map(Some).collect();
         recognize(
             &Refusal {
                 status,
@@ -318,7 +334,7 @@ mod tests {
             &Refusal {
                 status: 400,
                 text: "request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it",
-                tags: &[Some("exceed_context_size_error".into())],
+                tags: &[Some("exceed_context_size_error")],
                 n_ctx: Some(4096),
                 n_prompt_tokens: Some(4476),
             },

@@ -160,7 +160,6 @@ pub enum ServeError {
 pub struct ModelServer {
     command: String,
     models: Vec<String>,
-    log: PathBuf,
     keeper: Keeper,
 }
 
@@ -218,7 +217,6 @@ impl ModelServer {
         let mut server = ModelServer {
             command: settings.command.clone(),
             models: Vec::new(),
-            log: log.to_path_buf(),
             keeper,
         };
         let deadline = Instant::now() + settings.ready_timeout;
@@ -262,11 +260,6 @@ impl ModelServer {
     /// The models the server said it serves.
     pub fn models(&self) -> &[String] {
         &self.models
-    }
-
-    /// Where its output goes.
-    pub fn log(&self) -> &Path {
-        &self.log
     }
 
     /// Stops the server's whole process group (SIGTERM, then SIGKILL after a grace period)

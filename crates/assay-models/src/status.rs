@@ -146,9 +146,9 @@ impl ErrorInfo {
     fn context_full(&self, status: u16, message: &str) -> Option<context::ContextFull> {
         let text = self.message.as_deref().or(self.raw.as_deref())?;
         let tags = [
-            self.code.clone(),
-            self.kind.clone(),
-            self.detail_code.clone(),
+            self.code.as_deref(),
+            self.kind.as_deref(),
+            self.detail_code.as_deref(),
         ];
         context::recognize(
             &Refusal {

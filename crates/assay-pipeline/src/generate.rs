@@ -245,20 +245,16 @@ pub async fn generate(
         _ => None,
     };
     let generated = generation.run(run, pending, listener).await;
-    let mut manifest = run.manifest()?;
-    // The last server started for the run, this time or before.
-    let started = match server {
-        Some(server) => {
-            let started = serving::record(&server);
-            server.stop().await;
-            Some(started)
-        }
-        None => manifest.model_access.and_then(|a| a.server),
-    };
+    if let Some(server) = server {
+        server.stop().await;
+    }
     let generated = generated?;
     let outcome = &generated.outcome;
+    let mut manifest = run.manifest()?;
+    // The last server started for the run, this session or an earlier one, stays on record.
+    let server = manifest.model_access.and_then(|a| a.server);
     manifest.model_access = Some(ModelAccess {
-        server: started,
+        server,
         ..chosen.access.clone()
     });
     manifest.generation = Some(GenerationDone {

@@ -560,13 +560,7 @@ pub async fn pybench(
     // stopped, when the run fails).
     let server = match (serve, client) {
         (Some(serve), Some(client)) if !pending.is_empty() => {
-            let server = serving::start(serve, client, &run, listener).await?;
-            let mut kept = run.manifest()?;
-            if let Some(access) = kept.model_access.as_mut() {
-                access.server = Some(serving::record(&server));
-            }
-            run.update_manifest(&kept)?;
-            Some(server)
+            Some(serving::start(serve, client, &run, listener).await?)
         }
         _ => None,
     };

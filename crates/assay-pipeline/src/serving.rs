@@ -11,7 +11,7 @@ use crate::error::PipelineError;
 pub const SERVER_LOG: &str = "server.log";
 
 /// Starts `settings`' server for `client`'s model, its output in `run`'s `server.log`, telling
-/// `listener`; it answers with its models when this returns.
+/// `listener`, and records it in the manifest; it answers with its models when this returns.
 pub(crate) async fn start(
     settings: &ServeSettings,
     client: &Client,
@@ -42,16 +42,16 @@ pub(crate) async fn start(
             }
         ),
     });
-    Ok(server)
-}
-
-/// What the manifest keeps of `server`.
-pub(crate) fn record(server: &ModelServer) -> StartedServer {
-    StartedServer {
-        command: server.command().to_string(),
-        models: server.models().to_vec(),
-        log: SERVER_LOG.to_string(),
+    let mut manifest = run.manifest()?;
+    if let Some(access) = manifest.model_access.as_mut() {
+        access.server = Some(StartedServer {
+            command: server.command().to_string(),
+            models: server.models().to_vec(),
+            log: SERVER_LOG.to_string(),
+        });
+        run.update_manifest(&manifest)?;
     }
+    Ok(server)
 }
 
 /// The base URL a run talks to: the one given, or for a server it starts (`serve`) the one

@@ -105,24 +105,13 @@ impl Environment {
                 Installer::Pip => "pip",
             }
         ));
-        let install = match &installer {
-            Installer::Uv(uv) => {
-                let mut c = child_env::command(uv, Inherit::Tools);
-                // Bytecode now, so that neither the workers nor their jobs compile modules
-                // from source on every import (pip does this by default, uv does not).
-                c.args(["pip", "install", "--compile-bytecode", "--python"])
-                    .arg(self.python())
-                    .arg("-r")
-                    .arg(&requirements);
-                c
-            }
-            Installer::Pip => {
-                let mut c = child_env::command(self.python(), Inherit::Tools);
-                c.args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
-                    .arg(&requirements);
-                c
-            }
-        };
+        let mut install = self.pip_install(&installer);
+        if matches!(installer, Installer::Uv(_)) {
+            // Bytecode now, so that neither the workers nor their jobs compile modules from
+            // source on every import (pip does this by default, uv does not).
+            install.arg("--compile-bytecode");
+        }
+        install.arg("-r").arg(&requirements);
         run_step("installing packages", install, INSTALL_TIMEOUT, observer)?;
         self.install_without_deps(&installer, observer)?;
         self.link_programs(observer)?;
@@ -185,27 +174,8 @@ impl Environment {
             "installing {} without dependencies",
             wheels.join(", ")
         ));
-        let install = match installer {
-            Installer::Uv(uv) => {
-                let mut c = child_env::command(uv, Inherit::Tools);
-                c.args(["pip", "install", "--no-deps", "--python"])
-                    .arg(self.python());
-                c
-            }
-            Installer::Pip => {
-                let mut c = child_env::command(self.python(), Inherit::Tools);
-                c.args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--disable-pip-version-check",
-                    "--no-deps",
-                ]);
-                c
-            }
-        };
-        let mut install = install;
-        install.args(wheels);
+        let mut install = self.pip_install(installer);
+        install.arg("--no-deps").args(wheels);
         run_step(
             "installing packages without dependencies",
             install,
@@ -213,6 +183,22 @@ impl Environment {
             observer,
         )
         .map(drop)
+    }
+
+    /// `pip install` into this environment with `installer`; the caller adds what to install.
+    fn pip_install(&self, installer: &Installer) -> Command {
+        match installer {
+            Installer::Uv(uv) => {
+                let mut c = child_env::command(uv, Inherit::Tools);
+                c.args(["pip", "install", "--python"]).arg(self.python());
+                c
+            }
+            Installer::Pip => {
+                let mut c = child_env::command(self.python(), Inherit::Tools);
+                c.args(["-m", "pip", "install", "--disable-pip-version-check"]);
+                c
+            }
+        }
     }
 
     /// Puts the programs the profile's wheels ship on the jobs' `PATH`: an executable link in

@@ -30,7 +30,7 @@ pub fn environment() -> &'static Environment {
 pub fn command(port: u16, n_ctx: u32) -> Vec<String> {
     let env = environment();
     let model: PathBuf = env.site_packages().join(SMOLLM2);
-    [
+    vec![
         env.python().display().to_string(),
         "-m".into(),
         "llama_cpp.server".into(),
@@ -45,7 +45,6 @@ pub fn command(port: u16, n_ctx: u32) -> Vec<String> {
         "--model_alias".into(),
         MODEL.into(),
     ]
-    .to_vec()
 }
 
 /// A port nothing listens on now.
