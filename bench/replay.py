@@ -13,6 +13,13 @@ answers, and evaluates them. Printed, per official-run file:
     python3 bench/replay.py [--assay target/release/assay] [--out replay-runs] [-- RUN ARGS]
 
 Arguments after `--` go to `assay run` (for example `--jobs 2`).
+
+`--thinking MODE` answers the way a thinking model does, around the same recorded answers:
+`text` (a draft program inside `<think>...</think>` before the answer), `opened` (the same with
+only the closing tag: the chat template opened it), `field` (the draft in `reasoning_content`,
+as vLLM's reasoning parser returns it), `cut` (`<think>` and the draft, never closed, finish
+reason `length`: no answer). It prints how many sanitized solutions equal the official ones
+(the thinking set apart, all should), and for `cut` how the answers were judged.
 """
 
 import argparse
@@ -53,7 +60,26 @@ class Recorded:
         return max(found)[1] if found else None
 
 
-def serve(recorded):
+# What a thinking model drafts before its answer: a program of its own, which would be judged
+# (and fail) if the thinking were taken for the answer.
+DRAFT = ("Let me draft it first.\n```python\nimport os\n\ndef task_func(*args, **kwargs):\n"
+         "    raise NotImplementedError('only a draft')\n```\nThat is not right yet; ")
+
+
+def thinking_reply(text, mode):
+    """The message and finish reason of a model that thinks as `mode` says, answering `text`."""
+    if mode == "text":
+        return {"role": "assistant", "content": f"<think>\n{DRAFT}\n</think>\n\n{text}"}, "stop"
+    if mode == "opened":
+        return {"role": "assistant", "content": f"{DRAFT}\n</think>\n\n{text}"}, "stop"
+    if mode == "field":
+        return {"role": "assistant", "content": text, "reasoning_content": DRAFT}, "stop"
+    if mode == "cut":
+        return {"role": "assistant", "content": f"<think>\n{DRAFT}let me think again"}, "length"
+    return {"role": "assistant", "content": text}, "stop"
+
+
+def serve(recorded, mode="none"):
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -61,10 +87,15 @@ def serve(recorded):
             if text is None:
                 self.reply(404, {"error": {"message": "no recorded answer for this prompt", "type": "not_found"}})
                 return
+            message, finish = thinking_reply(text, mode)
+            usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            if mode != "none":
+                usage = {"prompt_tokens": 100, "completion_tokens": 300, "total_tokens": 400,
+                         "completion_tokens_details": {"reasoning_tokens": 120}}
             self.reply(200, {
                 "id": "replay", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
             })
 
         def reply(self, status, doc):
@@ -87,6 +118,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--assay", default=str(parity.HERE.parent / "target" / "release" / "assay"))
     parser.add_argument("--out", default="replay-runs", help="where the run directories go")
+    parser.add_argument("--thinking", default="none", choices=["none", "text", "opened", "field", "cut"],
+                        help="answer as a thinking model does (see above)")
     parser.add_argument("run_args", nargs="*", help="after --: passed to assay run")
     args = parser.parse_args()
     all_tasks = tasks()
@@ -99,7 +132,7 @@ def main():
         model, _, rest = name.partition("--bigcodebench-hard-")
         split = rest
         recorded = Recorded(samples_file, split, all_tasks)
-        server = serve(recorded)
+        server = serve(recorded, args.thinking)
         run_dir = Path(args.out) / name
         started = time.monotonic()
         command = [args.assay, "run", "bigcodebench-hard", "--version", parity.VERSION, "--split", split,
@@ -112,6 +145,9 @@ def main():
         seconds = time.monotonic() - started
         ours = (run_dir / "samples.jsonl").read_text().splitlines()
         theirs = samples_file.read_text().splitlines()
+        if args.thinking != "none":
+            report_thinking(name, run_dir, ours, theirs, args.thinking)
+            continue
         same = sum(a == b for a, b in zip(ours, theirs))
         identical_rows += same
         rows_total += len(theirs)
@@ -119,10 +155,32 @@ def main():
               f"file: {same}/{len(theirs)} (whole file identical: {ours == theirs}); {seconds:.0f} s")
         official = parity.official_verdicts(samples_file.with_name(samples_file.stem + "_eval_results.json"))
         reports.append(parity.compare(f"  verdicts {name}", official, parity.assay_verdicts(run_dir)))
+    if not reports:
+        return
     judged = sum(r["judged"] for r in reports)
     agree = sum(r["agree"] for r in reports)
     print(f"all files: samples rows identical {identical_rows}/{rows_total}; verdicts {agree}/{judged} agree "
           f"({agree / judged:.2%}); infra {sum(len(r['infra']) for r in reports)}")
+
+
+def report_thinking(name, run_dir, ours, theirs, mode):
+    """What became of the thinking: solutions against the official ones, raw answers kept whole,
+    and (cut) how the answers without an answer were judged."""
+    ours = [json.loads(line) for line in ours]
+    theirs = [json.loads(line) for line in theirs]
+    same = sum(a["solution"] == b["solution"] for a, b in zip(ours, theirs))
+    whole = sum(a["raw_solution"] != b["raw_solution"] for a, b in zip(ours, theirs))
+    line = (f"{name} ({mode}): sanitized solutions equal to the official ones {same}/{len(theirs)}; "
+            f"raw answers holding their thinking {whole}/{len(theirs)}")
+    results = run_dir / "results.jsonl"
+    if results.exists():
+        records = [json.loads(l) for l in results.read_text().splitlines()]
+        statuses = {}
+        for r in records:
+            statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+        noted = sum(r["reason"].startswith("no answer: it ended inside its thinking") for r in records)
+        line += f"; statuses {statuses}; reasons naming the cut thinking {noted}/{len(records)}"
+    print(line)
 
 
 if __name__ == "__main__":

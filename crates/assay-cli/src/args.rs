@@ -6,13 +6,15 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use assay_models::ServeSettings;
+use assay_models::{parse_think_tags, ServeSettings};
 use assay_pipeline::engine::EngineSettings;
 use assay_pipeline::generate::ModelSettings;
 use assay_pipeline::judge::JudgeSettings;
 use assay_pipeline::selection::TaskSelection;
 use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile};
-use assay_records::{Conditions, ListingOrder, Prices, Shard, Split};
+use assay_records::{
+    Conditions, Effort, ListingOrder, Prices, ReasoningSettings, Shard, Split, ThinkTag,
+};
 use assay_sandbox::IsolationMode;
 use assay_tasks::bigcodebench::{Subset, VERSIONS};
 use clap::{Args, ValueEnum};
@@ -327,6 +329,62 @@ pub struct ModelArgs {
     pub provider: ProviderArgs,
     #[command(flatten)]
     pub serve: ServeArgs,
+    #[command(flatten)]
+    pub reasoning: ReasoningArgs,
+}
+
+/// How a reasoning model is asked to think, and how its thinking is told from its answers:
+/// every command that calls a model takes these.
+#[derive(Args)]
+pub struct ReasoningArgs {
+    /// OpenAI and compatible servers: how hard a reasoning model thinks, sent as
+    /// `reasoning_effort` (none, minimal, low, medium, high or xhigh; each model takes some).
+    #[arg(long, value_name = "EFFORT", value_parser = effort)]
+    pub reasoning_effort: Option<Effort>,
+    /// Anthropic: extended thinking with this many tokens to think (at least 1024), on top of
+    /// the answer's --max-tokens. The temperature is not sent with it (Anthropic allows none).
+    #[arg(long, value_name = "TOKENS")]
+    pub thinking_budget: Option<u32>,
+    /// Whether the model takes OpenAI's reasoning-model requests (no temperature, top_p or
+    /// token limit sent), when its name does not say (o1, o3, o4, gpt-5 and *-reasoner do).
+    #[arg(long, value_enum, value_name = "YES|NO")]
+    pub reasoning_model: Option<YesNo>,
+    /// The tags a model writes its thinking between, set apart from its answer before it is
+    /// judged: OPEN,CLOSE pairs separated by `;` (`,</think>` when the chat template opens the
+    /// thinking), or `none`. Default: the forms open models use (<think>, <thinking>,
+    /// <|begin_of_thought|>, ◁think▷, <seed:think>, [THINK]).
+    #[arg(long, value_name = "OPEN,CLOSE", value_parser = think_tags)]
+    pub think_tags: Option<ThinkTags>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum YesNo {
+    Yes,
+    No,
+}
+
+/// `--think-tags` as given.
+#[derive(Clone)]
+pub struct ThinkTags(Vec<ThinkTag>);
+
+fn think_tags(text: &str) -> Result<ThinkTags, String> {
+    parse_think_tags(text).map(ThinkTags)
+}
+
+fn effort(text: &str) -> Result<Effort, String> {
+    text.parse()
+}
+
+impl ReasoningArgs {
+    /// The settings, as the client and the run's identity take them.
+    pub fn settings(&self) -> ReasoningSettings {
+        ReasoningSettings {
+            effort: self.reasoning_effort,
+            thinking_budget: self.thinking_budget,
+            reasoning_model: self.reasoning_model.map(|r| matches!(r, YesNo::Yes)),
+            think_tags: self.think_tags.clone().map(|t| t.0),
+        }
+    }
 }
 
 /// A model server assay starts for the run: every command that calls a model takes these.
@@ -476,6 +534,7 @@ impl ModelArgs {
             tokens_per_minute: self.provider.tokens_per_minute(),
             prices: self.provider.prices(),
             serve: self.serve.settings(),
+            reasoning: self.reasoning.settings(),
         }
     }
 }

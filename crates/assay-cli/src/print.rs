@@ -5,7 +5,7 @@ use std::path::Path;
 use assay_eval::bigcodebench::ground_truth::failed_ids;
 use assay_records::{
     ContextCounts, EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split,
-    StabilitySummary, OFFICIAL_TIMEOUT_SECONDS,
+    StabilitySummary, TokenUsage, OFFICIAL_TIMEOUT_SECONDS,
 };
 use assay_report::count;
 
@@ -188,13 +188,14 @@ fn stability(found: &StabilitySummary) {
 pub fn generation(outcome: &GenerationOutcome) {
     let t = &outcome.totals;
     println!(
-        "generated {} samples ({} requests, {} retried; tokens: {} prompt, {} completion{}; \
+        "generated {} samples ({} requests, {} retried; tokens: {} prompt, {} completion{}{}; \
          latency mean {:.1} s, max {:.1} s)",
         outcome.samples,
         t.requests,
         t.retried_requests,
         t.usage.prompt_tokens,
         t.usage.completion_tokens,
+        reasoning(&t.usage),
         cost(t.cost_usd),
         t.latency_mean_seconds,
         t.latency_max_seconds,
@@ -204,6 +205,21 @@ pub fn generation(outcome: &GenerationOutcome) {
             "  warning: {} answers hit the token limit (--max-tokens), {} are empty; they are \
              scored as they are",
             t.cut_short, t.empty
+        );
+    }
+    if t.thinking > 0 {
+        println!(
+            "  {} came with thinking, set apart from what is judged{}",
+            count(t.thinking, "answer", "answers"),
+            if t.cut_while_thinking > 0 {
+                format!(
+                    "; {} ended inside it, before any answer (judged fail; a higher \
+                     --max-tokens leaves room to answer)",
+                    t.cut_while_thinking
+                )
+            } else {
+                String::new()
+            }
         );
     }
     if !t.context.is_zero() {
@@ -218,6 +234,14 @@ pub fn generation(outcome: &GenerationOutcome) {
             let noun = if u.samples == 1 { "sample" } else { "samples" };
             println!("    {} ({} {noun}): {}", u.task_id, u.samples, u.reason);
         }
+    }
+}
+
+/// The part of the completion tokens spent thinking, where the provider said.
+fn reasoning(usage: &TokenUsage) -> String {
+    match usage.reasoning_tokens {
+        0 => String::new(),
+        n => format!(" (of which {n} reasoning)"),
     }
 }
 
@@ -301,10 +325,11 @@ pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
         );
     }
     println!(
-        "  replies per judged task {:.1}; tokens {} in, {} out{}; {:.0} s",
+        "  replies per judged task {:.1}; tokens {} in, {} out{}{}; {:.0} s",
         summary.average_turns_raw,
         summary.tokens.prompt_tokens,
         summary.tokens.completion_tokens,
+        reasoning(&summary.tokens),
         cost(summary.cost_usd),
         summary.wall_seconds
     );
@@ -316,6 +341,14 @@ pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
         for (task, said) in &summary.context_full {
             println!("    {task}: {}", first_line(said));
         }
+    }
+    if !summary.cut_while_thinking.is_empty() {
+        println!(
+            "  ended at a reply cut off inside its thinking ({}, judged on what they produced; \
+             a higher --max-tokens leaves room to answer): {}",
+            summary.cut_while_thinking.len(),
+            summary.cut_while_thinking.join(", ")
+        );
     }
     if !summary.infra.is_empty() {
         println!("  infra ({}, not judged):", summary.infra.len());

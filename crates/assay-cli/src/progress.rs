@@ -356,6 +356,7 @@ mod tests {
                 error: None,
                 wanted: 1,
                 context: None,
+                thinking: Vec::new(),
             }),
         });
         progress.on_event(&in_flight(2, 4));

@@ -13,7 +13,7 @@ use assay_pyenv::Profile;
 use assay_tasks::pybench::PyBench;
 use clap::{Args, ValueEnum};
 
-use crate::args::{EngineArgs, ProviderArgs, ServeArgs, ShardArgs};
+use crate::args::{EngineArgs, ProviderArgs, ReasoningArgs, ServeArgs, ShardArgs};
 use crate::print;
 use crate::progress::Progress;
 use crate::secrets;
@@ -84,12 +84,18 @@ pub struct RunArgs {
     pub provider: ProviderArgs,
     #[command(flatten)]
     pub serve: ServeArgs,
+    #[command(flatten)]
+    pub reasoning: ReasoningArgs,
     /// How the agent's code reaches the interpreter.
     #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown)]
     pub protocol: ProtocolArg,
     /// Replies an episode may have.
     #[arg(long, default_value_t = 10)]
     pub max_turns: u32,
+    /// Token limit of a reply (upstream's: 1000). A thinking model can spend that much
+    /// thinking: its reply then ends inside its thinking, with no code and no answer.
+    #[arg(long, default_value_t = assay_agent::pybench::model::MAX_TOKENS)]
+    pub max_tokens: u32,
     /// Seconds a cell may run before it is interrupted (KeyboardInterrupt).
     #[arg(long, default_value_t = 120)]
     pub cell_timeout: u64,
@@ -136,6 +142,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             tokens_per_minute: args.provider.tokens_per_minute(),
             prices: args.provider.prices(),
             serve: args.serve.settings(),
+            reasoning: args.reasoning.settings(),
         },
         settings: EpisodeSettings {
             protocol: match args.protocol {
@@ -143,6 +150,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 ProtocolArg::Tools => Protocol::Tools,
             },
             max_turns: args.max_turns,
+            reply_tokens: args.max_tokens,
             cell_timeout: Duration::from_secs(args.cell_timeout),
             observation_chars: args.observation_chars,
         },

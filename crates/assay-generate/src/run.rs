@@ -343,7 +343,7 @@ async fn answer(
     let (reply, prefix) = match &model {
         Model::Reference => (
             Ok((
-                same_answers(task.reference_solution(), need, started, 1),
+                Response::same(task.reference_solution(), need, started, 1),
                 None,
             )),
             "",
@@ -366,7 +366,7 @@ async fn answer(
             (ask(client, completion).await, prefix)
         }
     };
-    let (mut reply, context) = match reply {
+    let (reply, context) = match reply {
         Ok(answered) => answered,
         Err(RequestError::Fatal { message, .. }) => return Err(GenerateError::Fatal(message)),
         Err(failed) => {
@@ -384,26 +384,42 @@ async fn answer(
                 error: Some(failed.to_string()),
                 wanted: need,
                 context: None,
+                thinking: Vec::new(),
             })
         }
     };
-    // The official raw_solution of a base model: the prompt and its continuation.
-    for text in &mut reply.texts {
-        text.insert_str(0, prefix);
-    }
-    let raw = reply.texts;
+    // The official raw_solution of a base model: the prompt and its continuation. What is
+    // sanitized is the answer without its thinking; an answer that ended inside its thinking
+    // has none: an empty solution.
+    let answers: Vec<Option<String>> = reply
+        .answers
+        .iter()
+        .zip(&reply.thinking)
+        .map(|(answer, thinking)| match thinking {
+            Some(t) if t.cut => None,
+            _ => Some(format!("{prefix}{answer}")),
+        })
+        .collect();
+    let raw: Vec<String> = reply
+        .texts
+        .iter()
+        .map(|text| format!("{prefix}{text}"))
+        .collect();
     let entry_point = task.entry_point.clone();
-    let (raw, solutions) = tokio::task::spawn_blocking(move || {
+    let solutions = tokio::task::spawn_blocking(move || {
         let mut sanitizer = sanitizer.lock().unwrap_or_else(|p| p.into_inner());
-        let solutions = raw
+        answers
             .iter()
-            .map(|text| sanitizer.sanitize(text, &entry_point))
-            .collect::<Result<Vec<_>, _>>();
-        (raw, solutions)
+            .map(|answer| match answer {
+                Some(answer) => sanitizer.sanitize(answer, &entry_point),
+                None => Ok(String::new()),
+            })
+            .collect::<Result<Vec<_>, _>>()
     })
     .await
     .map_err(|e| GenerateError::Sanitize(e.to_string()))?;
     let solutions = solutions.map_err(|e| GenerateError::Sanitize(e.to_string()))?;
+    let thought = reply.thinking.iter().any(Option::is_some);
     Ok(GenerationRecord {
         task_id: task.task_id.clone(),
         raw,
@@ -415,6 +431,7 @@ async fn answer(
         error: None,
         wanted: need,
         context,
+        thinking: if thought { reply.thinking } else { Vec::new() },
     })
 }
 
@@ -460,22 +477,8 @@ async fn ask(
             Err(other) => return Err(other),
         }
     }
-    let empty = same_answers(String::new(), request.n, started, attempts);
+    let empty = Response::same(String::new(), request.n, started, attempts);
     Ok((empty, Some(limit)))
-}
-
-/// `n` answers of `text` that no API billed (the reference solutions, or empty answers), as
-/// asked for since `started` in `attempts` HTTP attempts.
-fn same_answers(text: String, n: u32, started: Instant, attempts: u32) -> Response {
-    let n = n as usize;
-    Response {
-        texts: vec![text; n],
-        finish_reasons: vec![None; n],
-        tool_calls: vec![Vec::new(); n],
-        usage: TokenUsage::default(),
-        latency: started.elapsed(),
-        attempts,
-    }
 }
 
 /// Writes `samples.jsonl`: tasks in dataset order, each task's answers in the order they
@@ -498,10 +501,9 @@ fn write_samples(
     let mut empty = BTreeMap::new();
     for task in &dataset.tasks {
         for record in by_task.get(task.task_id.as_str()).into_iter().flatten() {
-            let nothing_fit = record.context.as_ref().filter(|c| c.empty);
-            for (raw, solution) in record.raw.iter().zip(&record.solutions) {
-                if let Some(context) = nothing_fit {
-                    empty.insert(rows, context.note());
+            for (i, (raw, solution)) in record.raw.iter().zip(&record.solutions).enumerate() {
+                if let Some(note) = record.empty_note(i) {
+                    empty.insert(rows, note);
                 }
                 text.push_str(&python_json::dumps(&Row {
                     task_id: &task.task_id,
@@ -543,6 +545,9 @@ pub fn totals(records: &[GenerationRecord], prices: Option<&Prices>) -> Generati
             .iter()
             .filter(|r| r.as_deref().is_some_and(hit_token_limit))
             .count();
+        let thought = record.thinking.iter().flatten();
+        totals.thinking += thought.clone().count();
+        totals.cut_while_thinking += thought.filter(|t| t.cut).count();
         if !nothing_fit {
             totals.empty += record.raw.iter().filter(|t| t.trim().is_empty()).count();
         }

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::request::{Conversation, Request, ToolCall, Turn};
-use crate::response::{decode, Generation};
+use crate::response::{beside, decode, Generation};
 use assay_records::TokenUsage;
 
 /// The API version header value; fixes the request and response shapes below.
@@ -13,11 +13,26 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 /// The body for `POST {base}/v1/messages`, for one sample (the API has no `n`).
 ///
 /// `top_p` is only sent when asked for: recent Claude models reject `temperature` and `top_p`
-/// together.
-pub(crate) fn message_body(model: &str, chat: &Conversation, request: &Request) -> Value {
+/// together. With extended thinking (`budget`), the rules that come with it: `max_tokens`
+/// must exceed the budget (the answer's limit is added to it, so thinking never eats the
+/// answer's room), the temperature is not sent (only its default is allowed), nor a `top_p`
+/// below 0.95.
+pub(crate) fn message_body(
+    model: &str,
+    chat: &Conversation,
+    request: &Request,
+    budget: Option<u32>,
+) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    body.insert("max_tokens".into(), json!(request.max_tokens));
+    let limit = budget.map_or(request.max_tokens, |b| b.saturating_add(request.max_tokens));
+    body.insert("max_tokens".into(), json!(limit));
+    if let Some(budget) = budget {
+        body.insert(
+            "thinking".into(),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
     if let Some(system) = &chat.system {
         body.insert("system".into(), json!(system));
     }
@@ -30,8 +45,11 @@ pub(crate) fn message_body(model: &str, chat: &Conversation, request: &Request) 
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    body.insert("temperature".into(), json!(request.temperature));
-    if let Some(top_p) = request.top_p {
+    if budget.is_none() {
+        body.insert("temperature".into(), json!(request.temperature));
+    }
+    let top_p = request.top_p.filter(|p| budget.is_none() || *p >= 0.95);
+    if let Some(top_p) = top_p {
         body.insert("top_p".into(), json!(top_p));
     }
     if !request.stop.is_empty() {
@@ -47,11 +65,15 @@ fn messages(chat: &Conversation) -> Vec<Value> {
         .iter()
         .map(|turn| match turn {
             Turn::User(text) => json!({"role": "user", "content": text}),
-            Turn::Assistant { text, calls } if calls.is_empty() => {
+            Turn::Assistant { text, calls, .. } if calls.is_empty() => {
                 json!({"role": "assistant", "content": text})
             }
-            Turn::Assistant { text, calls } => {
-                let mut blocks: Vec<Value> = Vec::new();
+            Turn::Assistant {
+                text,
+                calls,
+                thinking_blocks,
+            } => {
+                let mut blocks: Vec<Value> = thinking_blocks.clone();
                 if !text.is_empty() {
                     blocks.push(json!({"type": "text", "text": text}));
                 }
@@ -84,6 +106,8 @@ struct Block {
     #[serde(rename = "type")]
     kind: String,
     text: Option<String>,
+    /// A `thinking` block's text.
+    thinking: Option<String>,
     id: Option<String>,
     name: Option<String>,
     input: Option<Value>,
@@ -95,10 +119,31 @@ struct WireUsage {
     output_tokens: Option<u64>,
 }
 
-/// Decodes a message into one sample: the concatenation of its `text` blocks. Thinking and
-/// other blocks are not part of the answer.
+/// Decodes a message into one sample: the concatenation of its `text` blocks. Thinking
+/// (`thinking` and `redacted_thinking` blocks) is not part of the answer: it is returned
+/// beside it, its blocks kept as they came to be sent back.
 pub(crate) fn parse_message(body: &[u8]) -> Result<Generation, String> {
     let message: Message = decode(body)?;
+    // The blocks whole, whatever fields they carry, as the API wants them back.
+    let raw: Value = decode(body)?;
+    let thinking_blocks: Vec<Value> = raw["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
+        .cloned()
+        .collect();
+    let thought: Vec<&str> = message
+        .content
+        .iter()
+        .filter(|block| block.kind == "thinking")
+        .filter_map(|block| block.thinking.as_deref())
+        .collect();
+    let redacted = message
+        .content
+        .iter()
+        .filter(|block| block.kind == "redacted_thinking")
+        .count();
     let text = message
         .content
         .iter()
@@ -123,9 +168,13 @@ pub(crate) fn parse_message(body: &[u8]) -> Result<Generation, String> {
         texts: vec![text],
         finish_reasons: vec![message.stop_reason],
         tool_calls: vec![calls],
+        thinking: vec![beside(thought.join("\n\n"), redacted)],
+        thinking_blocks: vec![thinking_blocks],
+        // Anthropic counts thinking in `output_tokens` and reports no part of it apart.
         usage: TokenUsage {
             prompt_tokens: usage.input_tokens.unwrap_or(0),
             completion_tokens: usage.output_tokens.unwrap_or(0),
+            reasoning_tokens: 0,
         },
     })
 }
@@ -148,7 +197,8 @@ mod tests {
             g.usage,
             TokenUsage {
                 prompt_tokens: 12,
-                completion_tokens: 5
+                completion_tokens: 5,
+                reasoning_tokens: 0,
             }
         );
     }

@@ -8,7 +8,7 @@ use assay_records::{ModelLoad, RunEvent};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use serde_json::Value;
 
-use crate::config::{ApiKey, ClientConfig};
+use crate::config::{check_reasoning, ApiKey, ClientConfig};
 use crate::error::{AttemptError, ConfigError, RequestError};
 use crate::gate::Gate;
 use crate::http::Transport;
@@ -17,8 +17,10 @@ use crate::request::{Prompt, Request};
 use crate::response::{Generation, Response};
 use crate::retry::{RetryEvent, RetryObserver, RetryPolicy};
 use crate::spec::{ModelSpec, Provider};
+use crate::thinking::default_think_tags;
 use crate::throttle::{estimate, Pacer};
 use crate::{anthropic, openai};
+use assay_records::{ReasoningSettings, ThinkTag};
 
 const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 const OPENAI_HOST: &str = "api.openai.com";
@@ -50,6 +52,10 @@ struct Inner {
     gate: Gate,
     /// When the next request may go, by the per-minute budgets.
     pacer: Pacer,
+    /// How the model is asked to reason.
+    reasoning: ReasoningSettings,
+    /// The tags its thinking is set apart by.
+    think_tags: Vec<ThinkTag>,
 }
 
 /// How often a run reports its model's load while requests run (the progress line's rate).
@@ -107,6 +113,7 @@ impl Client {
             });
         }
         let official_openai = *provider == Provider::OpenAi && url.host_str() == Some(OPENAI_HOST);
+        check_reasoning(&config.reasoning, provider)?;
 
         let key = config
             .api_key
@@ -197,6 +204,12 @@ impl Client {
                     config.limits.tokens_per_minute,
                 ),
                 spec: config.spec,
+                think_tags: config
+                    .reasoning
+                    .think_tags
+                    .clone()
+                    .unwrap_or_else(default_think_tags),
+                reasoning: config.reasoning,
             }),
             observer: None,
         })
@@ -268,7 +281,8 @@ impl Client {
         } else {
             match (&inner.spec.provider, &request.prompt) {
                 (Provider::OpenAi, Prompt::Chat(chat)) => {
-                    let body = openai::chat_body(model, chat, request, inner.chat_limit);
+                    let body =
+                        openai::chat_body(model, chat, request, inner.chat_limit, &inner.reasoning);
                     let n = request.n;
                     let call = Call {
                         path: "/chat/completions",
@@ -292,11 +306,12 @@ impl Client {
                         .await?
                 }
                 (Provider::Anthropic, Prompt::Chat(chat)) => {
-                    let body = anthropic::message_body(model, chat, request);
+                    let budget = inner.reasoning.thinking_budget;
+                    let body = anthropic::message_body(model, chat, request, budget);
                     let call = Call {
                         path: "/v1/messages",
                         body: &body,
-                        tokens: tokens(1),
+                        tokens: tokens(1) + u64::from(budget.unwrap_or(0)),
                     };
                     self.anthropic_samples(call, request.n).await?
                 }
@@ -310,14 +325,7 @@ impl Client {
                 }
             }
         };
-        Ok(Response {
-            texts: generation.texts,
-            finish_reasons: generation.finish_reasons,
-            tool_calls: generation.tool_calls,
-            usage: generation.usage,
-            latency: started.elapsed(),
-            attempts,
-        })
+        Ok(generation.respond(&inner.think_tags, started.elapsed(), attempts))
     }
 
     /// Anthropic has no `n`: sends `n` identical requests in turn (each with its own retries)
@@ -493,6 +501,7 @@ mod tests {
             retries: 0,
             backoff: Backoff::default(),
             limits: Limits::default(),
+            reasoning: ReasoningSettings::default(),
         })
         .unwrap()
     }

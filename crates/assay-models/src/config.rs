@@ -5,7 +5,10 @@ use std::fmt;
 use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::time::Duration;
 
-use crate::spec::ModelSpec;
+use assay_records::ReasoningSettings;
+
+use crate::error::ConfigError;
+use crate::spec::{ModelSpec, Provider};
 
 /// An API key that never prints.
 ///
@@ -80,6 +83,38 @@ pub struct ClientConfig {
     pub backoff: Backoff,
     /// How hard the client may press the provider.
     pub limits: Limits,
+    /// How the model is asked to reason, and how its thinking is told from its answers.
+    pub reasoning: ReasoningSettings,
+}
+
+/// Anthropic's least thinking budget.
+pub const LEAST_THINKING_BUDGET: u32 = 1024;
+
+/// Refuses reasoning settings `provider` does not take, before anything is sent.
+pub(crate) fn check_reasoning(
+    reasoning: &ReasoningSettings,
+    provider: &Provider,
+) -> Result<(), ConfigError> {
+    let refuse = |m: String| Err(ConfigError::Reasoning(m));
+    match (provider, reasoning.effort, reasoning.thinking_budget) {
+        (Provider::OpenAi, _, Some(_)) => refuse(
+            "--thinking-budget is Anthropic's extended thinking; OpenAI and compatible servers \
+             take --reasoning-effort"
+                .into(),
+        ),
+        (Provider::Anthropic, Some(effort), _) => refuse(format!(
+            "--reasoning-effort {} is sent to OpenAI and compatible servers; Anthropic's \
+             extended thinking takes --thinking-budget TOKENS",
+            effort.as_str()
+        )),
+        (Provider::Anthropic, _, Some(budget)) if budget < LEAST_THINKING_BUDGET => {
+            refuse(format!(
+                "--thinking-budget {budget}: Anthropic's extended thinking needs at least \
+                 {LEAST_THINKING_BUDGET} tokens"
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// How hard a client presses the provider, over every clone of it: requests in flight and

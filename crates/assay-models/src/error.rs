@@ -40,6 +40,11 @@ pub enum ConfigError {
         /// Why it was refused.
         reason: String,
     },
+    /// A reasoning setting the provider does not take (`--thinking-budget` for an
+    /// OpenAI-style server, `--reasoning-effort` for Anthropic, a budget below Anthropic's
+    /// least).
+    #[error("{0}")]
+    Reasoning(String),
     /// The underlying HTTP client could not be built; holds the cause.
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(String),

@@ -38,10 +38,11 @@ mod retry;
 mod serve;
 mod spec;
 mod status;
+mod thinking;
 mod throttle;
 
 pub use client::{Client, LoadReports, LOAD_EVERY};
-pub use config::{ApiKey, Backoff, ClientConfig, Limits};
+pub use config::{ApiKey, Backoff, ClientConfig, Limits, LEAST_THINKING_BUDGET};
 pub use context::ContextFull;
 pub use error::{ConfigError, RequestError};
 pub use request::{Conversation, Prompt, Request, Tool, ToolCall, Turn};
@@ -49,3 +50,4 @@ pub use response::{hit_token_limit, Response};
 pub use retry::RetryEvent;
 pub use serve::{ModelServer, ServeError, ServeSettings};
 pub use spec::{ModelSpec, Provider, SpecError};
+pub use thinking::{default_think_tags, parse_think_tags, part, Parted, THINK_TAGS};

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::request::{Conversation, Request, ToolCall, Turn};
-use crate::response::{decode, Generation};
-use assay_records::TokenUsage;
+use crate::response::{beside, decode, Generation};
+use assay_records::{ReasoningSettings, Thinking, TokenUsage};
 
 /// Which field carries the token limit.
 ///
@@ -27,10 +27,18 @@ impl TokenLimit {
     }
 }
 
+/// Whether `model` gets OpenAI's reasoning-model requests: as the user said, or else by its
+/// name ([`named_reasoning_model`]).
+pub(crate) fn is_reasoning_model(model: &str, reasoning: &ReasoningSettings) -> bool {
+    reasoning
+        .reasoning_model
+        .unwrap_or_else(|| named_reasoning_model(model))
+}
+
 /// OpenAI's reasoning models (o1, o3, o4, gpt-5 families, DeepSeek's `-reasoner`) reject
 /// `temperature`, `top_p` and `max_tokens`. Judged on the part after the last `/` so that router
 /// names like `openai/o3-mini` count too.
-pub(crate) fn is_reasoning_model(model: &str) -> bool {
+fn named_reasoning_model(model: &str) -> bool {
     let name = model.rsplit('/').next().unwrap_or(model);
     ["o1", "o3", "o4", "gpt-5"]
         .iter()
@@ -39,7 +47,8 @@ pub(crate) fn is_reasoning_model(model: &str) -> bool {
 }
 
 /// The chat messages of a conversation: the system prompt first, tool calls and their
-/// results in OpenAI's shape.
+/// results in OpenAI's shape. Thinking is never sent back: DeepSeek refuses a
+/// `reasoning_content` in the input, and the others ignore or strip it.
 fn messages(chat: &Conversation) -> Vec<Value> {
     let mut messages: Vec<Value> = chat
         .system
@@ -49,10 +58,10 @@ fn messages(chat: &Conversation) -> Vec<Value> {
     for turn in &chat.turns {
         messages.push(match turn {
             Turn::User(text) => json!({"role": "user", "content": text}),
-            Turn::Assistant { text, calls } if calls.is_empty() => {
+            Turn::Assistant { text, calls, .. } if calls.is_empty() => {
                 json!({"role": "assistant", "content": text})
             }
-            Turn::Assistant { text, calls } => json!({
+            Turn::Assistant { text, calls, .. } => json!({
                 "role": "assistant",
                 "content": if text.is_empty() { Value::Null } else { json!(text) },
                 "tool_calls": calls.iter().map(|c| json!({
@@ -74,6 +83,7 @@ pub(crate) fn chat_body(
     chat: &Conversation,
     request: &Request,
     limit: TokenLimit,
+    reasoning: &ReasoningSettings,
 ) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
@@ -93,7 +103,7 @@ pub(crate) fn chat_body(
     // Reasoning models get neither sampling parameters (they reject them) nor a token limit:
     // their hidden reasoning counts against it, so the official limit would cut many answers
     // to nothing. The official harness sends none either.
-    if !is_reasoning_model(model) {
+    if !is_reasoning_model(model, reasoning) {
         body.insert("temperature".into(), json!(request.temperature));
         if let Some(top_p) = request.top_p {
             body.insert("top_p".into(), json!(top_p));
@@ -102,6 +112,10 @@ pub(crate) fn chat_body(
         if let Some(penalty) = request.frequency_penalty {
             body.insert("frequency_penalty".into(), json!(penalty));
         }
+    }
+    // Sent to whatever model the user gave it for: gpt-oss on vLLM takes it under any name.
+    if let Some(effort) = reasoning.effort {
+        body.insert("reasoning_effort".into(), json!(effort.as_str()));
     }
     insert_n_and_stop(&mut body, request);
     Value::Object(body)
@@ -149,6 +163,10 @@ struct ChatChoice {
 struct ChatMessage {
     /// `null` when the reply was filtered or is a refusal/tool call.
     content: Option<String>,
+    /// The thinking, where a reasoning parser set it apart: vLLM before 0.10 and DeepSeek's
+    /// API (`reasoning_content`); vLLM since and OpenRouter (`reasoning`).
+    reasoning_content: Option<String>,
+    reasoning: Option<String>,
     #[serde(default)]
     tool_calls: Vec<WireCall>,
 }
@@ -184,6 +202,12 @@ struct TextChoice {
 struct WireUsage {
     prompt_tokens: Option<u64>,
     completion_tokens: Option<u64>,
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize, Default)]
+struct CompletionDetails {
+    reasoning_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -193,6 +217,10 @@ impl WireUsage {
         TokenUsage {
             prompt_tokens: usage.prompt_tokens.unwrap_or(0),
             completion_tokens: usage.completion_tokens.unwrap_or(0),
+            reasoning_tokens: usage
+                .completion_tokens_details
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
         }
     }
 }
@@ -201,8 +229,8 @@ impl WireUsage {
 pub(crate) fn parse_chat(body: &[u8], n: u32) -> Result<Generation, String> {
     let reply: ChatCompletion = decode(body)?;
     let choices = reply.choices.into_iter().map(|c| {
-        let calls = c
-            .message
+        let message = c.message;
+        let calls = message
             .tool_calls
             .into_iter()
             .map(|call| ToolCall {
@@ -211,8 +239,14 @@ pub(crate) fn parse_chat(body: &[u8], n: u32) -> Result<Generation, String> {
                 arguments: call.function.arguments,
             })
             .collect();
-        let text = c.message.content.unwrap_or_default();
-        (c.index, text, c.finish_reason, calls)
+        let thought = message.reasoning_content.or(message.reasoning);
+        let choice = Choice {
+            text: message.content.unwrap_or_default(),
+            finish: c.finish_reason,
+            calls,
+            thinking: thought.and_then(|t| beside(t, 0)),
+        };
+        (c.index, choice)
     });
     collect_choices(choices, n, WireUsage::tokens(reply.usage))
 }
@@ -220,40 +254,53 @@ pub(crate) fn parse_chat(body: &[u8], n: u32) -> Result<Generation, String> {
 /// Decodes a text completion holding at least `n` choices.
 pub(crate) fn parse_completion(body: &[u8], n: u32) -> Result<Generation, String> {
     let reply: TextCompletion = decode(body)?;
-    let choices = reply
-        .choices
-        .into_iter()
-        .map(|c| (c.index, c.text, c.finish_reason, Vec::new()));
+    let choices = reply.choices.into_iter().map(|c| {
+        let choice = Choice {
+            text: c.text,
+            finish: c.finish_reason,
+            calls: Vec::new(),
+            thinking: None,
+        };
+        (c.index, choice)
+    });
     collect_choices(choices, n, WireUsage::tokens(reply.usage))
+}
+
+/// One choice as decoded.
+struct Choice {
+    text: String,
+    finish: Option<String>,
+    calls: Vec<ToolCall>,
+    thinking: Option<Thinking>,
 }
 
 /// Orders choices by `index` (servers may return them in any order; a missing index means
 /// list position) and keeps the first `n`. Fewer than `n` is an answer, not an error: several
 /// servers (Ollama, llama.cpp, TGI) ignore `n`, and the caller asks again for the rest.
 fn collect_choices(
-    choices: impl Iterator<Item = (Option<u32>, String, Option<String>, Vec<ToolCall>)>,
+    choices: impl Iterator<Item = (Option<u32>, Choice)>,
     n: u32,
     usage: TokenUsage,
 ) -> Result<Generation, String> {
     let mut choices: Vec<_> = choices
         .enumerate()
-        .map(|(pos, (index, text, finish, calls))| {
-            (index.map_or(pos as u64, u64::from), text, finish, calls)
-        })
+        .map(|(pos, (index, choice))| (index.map_or(pos as u64, u64::from), choice))
         .collect();
     if choices.is_empty() {
         return Err("the response has no choices".into());
     }
-    choices.sort_by_key(|(index, _, _, _)| *index);
+    choices.sort_by_key(|(index, _)| *index);
     choices.truncate(n as usize);
     let mut generation = Generation {
         usage,
         ..Generation::default()
     };
-    for (_, text, finish, calls) in choices {
-        generation.texts.push(text);
-        generation.finish_reasons.push(finish);
-        generation.tool_calls.push(calls);
+    for (_, choice) in choices {
+        generation.texts.push(choice.text);
+        generation.finish_reasons.push(choice.finish);
+        generation.tool_calls.push(choice.calls);
+        generation.thinking.push(choice.thinking);
+        generation.thinking_blocks.push(Vec::new());
     }
     Ok(generation)
 }
@@ -274,7 +321,7 @@ mod tests {
             "deepseek-reasoner",
             "openai/o3",
         ] {
-            assert!(is_reasoning_model(model), "{model}");
+            assert!(named_reasoning_model(model), "{model}");
         }
         for model in [
             "gpt-4o",
@@ -282,7 +329,7 @@ mod tests {
             "Qwen/Qwen2.5-Coder-7B",
             "deepseek-chat",
         ] {
-            assert!(!is_reasoning_model(model), "{model}");
+            assert!(!named_reasoning_model(model), "{model}");
         }
     }
 
@@ -302,7 +349,8 @@ mod tests {
             g.usage,
             TokenUsage {
                 prompt_tokens: 3,
-                completion_tokens: 4
+                completion_tokens: 4,
+                reasoning_tokens: 0,
             }
         );
     }

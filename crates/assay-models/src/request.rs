@@ -28,7 +28,7 @@ impl Prompt {
                     .iter()
                     .map(|turn| match turn {
                         Turn::User(text) => count(text),
-                        Turn::Assistant { text, calls } => {
+                        Turn::Assistant { text, calls, .. } => {
                             count(text)
                                 + calls
                                     .iter()
@@ -79,10 +79,14 @@ pub enum Turn {
     User(String),
     /// What the model said, with the tools it called.
     Assistant {
-        /// Its text (may be empty when it only called tools).
+        /// Its text (may be empty when it only called tools), without its thinking.
         text: String,
         /// Its tool calls, in order.
         calls: Vec<ToolCall>,
+        /// Anthropic's thinking blocks of the reply, as they came: sent back unchanged before
+        /// its tool calls, as the API requires of a tool-use turn with extended thinking.
+        /// Never sent anywhere else.
+        thinking_blocks: Vec<serde_json::Value>,
     },
     /// A tool call's result.
     ToolResult {
@@ -123,12 +127,13 @@ pub struct Request {
     /// Samples wanted for this prompt. OpenAI gets one request with `n`; Anthropic has no `n`,
     /// so it gets `n` requests.
     pub n: u32,
-    /// Ignored (not sent) for OpenAI reasoning models, which reject it.
+    /// Not sent to OpenAI reasoning models, which reject it, nor with Anthropic's extended
+    /// thinking, which only takes its default.
     pub temperature: f64,
     /// `None` = not sent, leaving the provider's default.
     pub top_p: Option<f64>,
     /// Token limit for each sample, sent as `max_tokens` or `max_completion_tokens` as the
-    /// server expects.
+    /// server expects (with Anthropic's extended thinking, on top of the thinking budget).
     pub max_tokens: u32,
     /// Strings that end generation; empty = not sent. The matched string is not in the text.
     pub stop: Vec<String>,

@@ -25,6 +25,7 @@ fn config(spec: &str, base: Option<String>) -> ClientConfig {
             max: Duration::from_millis(5),
         },
         limits: Limits::default(),
+        reasoning: Default::default(),
     }
 }
 

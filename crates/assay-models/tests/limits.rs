@@ -24,6 +24,7 @@ fn client(server: &MockServer, limits: Limits) -> Client {
             max: Duration::from_millis(50),
         },
         limits,
+        reasoning: Default::default(),
     })
     .unwrap()
 }

@@ -21,6 +21,7 @@ fn client(spec: &str, base: String, key: Option<&str>) -> Client {
             max: Duration::from_millis(5),
         },
         limits: Limits::default(),
+        reasoning: Default::default(),
     })
     .unwrap()
 }
@@ -83,7 +84,8 @@ async fn openai_chat_greedy_sends_the_minimal_body() {
         response.usage,
         TokenUsage {
             prompt_tokens: 10,
-            completion_tokens: 5
+            completion_tokens: 5,
+            reasoning_tokens: 0,
         }
     );
     assert_eq!(response.attempts, 1);
@@ -250,7 +252,8 @@ async fn anthropic_sends_messages_body_and_headers() {
         response.usage,
         TokenUsage {
             prompt_tokens: 42,
-            completion_tokens: 7
+            completion_tokens: 7,
+            reasoning_tokens: 0,
         }
     );
 }
@@ -298,7 +301,8 @@ async fn anthropic_n_samples_are_n_requests_with_usage_summed() {
         response.usage,
         TokenUsage {
             prompt_tokens: 30,
-            completion_tokens: 15
+            completion_tokens: 15,
+            reasoning_tokens: 0,
         }
     );
     assert_eq!(response.attempts, 1);
@@ -356,6 +360,7 @@ fn conversation() -> Request {
                         name: "python".into(),
                         arguments: r#"{"code": "1 + 1"}"#.into(),
                     }],
+                    thinking_blocks: Vec::new(),
                 },
                 Turn::ToolResult {
                     call_id: "call_1".into(),

@@ -12,7 +12,7 @@ use assay_models::{
 };
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
-    ModelAccess, Prices, RunEvent, Split,
+    ModelAccess, Prices, ReasoningSettings, RunEvent, Split,
 };
 use assay_rundir::RunDir;
 use assay_sanitize::Sanitizer;
@@ -55,6 +55,8 @@ pub struct ModelSettings {
     pub prices: Option<Prices>,
     /// A model server to start for the run (`--serve`).
     pub serve: Option<ServeSettings>,
+    /// How the model is asked to reason, and its thinking told apart.
+    pub reasoning: ReasoningSettings,
 }
 
 /// The model as chosen.
@@ -73,6 +75,8 @@ pub struct Chosen {
     pub direct_completion: bool,
     /// The model server to start when there is something to ask (`--serve`).
     pub serve: Option<ServeSettings>,
+    /// How the model is asked to reason, where not the defaults.
+    pub reasoning: Option<ReasoningSettings>,
 }
 
 impl ModelSettings {
@@ -127,6 +131,12 @@ impl ModelSettings {
                     "--rpm, --tpm, --price-in and --price-out are for model APIs, not `reference`",
                 );
             }
+            if !self.reasoning.is_default() {
+                return invalid(
+                    "--reasoning-effort, --thinking-budget, --reasoning-model and --think-tags \
+                     are for model APIs, not `reference`",
+                );
+            }
             return Ok(Chosen {
                 model: Model::Reference,
                 name: "reference".into(),
@@ -135,6 +145,7 @@ impl ModelSettings {
                 access: access(None),
                 direct_completion: false,
                 serve: None,
+                reasoning: None,
             });
         }
         let parsed: ModelSpec = spec.parse()?;
@@ -145,6 +156,14 @@ impl ModelSettings {
                 "--temperature {}: Anthropic accepts 0 to 1",
                 settings.temperature
             )));
+        }
+        if let (Some(_), Some(top_p)) = (self.reasoning.thinking_budget, self.top_p) {
+            if top_p < 0.95 {
+                return Err(PipelineError::Invalid(format!(
+                    "--top-p {top_p}: with extended thinking (--thinking-budget) Anthropic \
+                     takes 0.95 to 1"
+                )));
+            }
         }
         let request_timeout = Duration::try_from_secs_f64(self.request_timeout)
             .ok()
@@ -171,6 +190,7 @@ impl ModelSettings {
                 requests_per_minute: self.requests_per_minute,
                 tokens_per_minute: self.tokens_per_minute,
             },
+            reasoning: self.reasoning.clone(),
         })?;
         let base_url = Some(client.base_url().to_string());
         let model = if self.direct_completion {
@@ -186,6 +206,7 @@ impl ModelSettings {
             access: access(base_url),
             direct_completion: self.direct_completion,
             serve: self.serve.clone(),
+            reasoning: (!self.reasoning.is_default()).then(|| self.reasoning.clone()),
         })
     }
 }
@@ -202,6 +223,7 @@ impl Chosen {
             model: Some(self.spec.clone()),
             direct_completion: Some(self.direct_completion),
             generation: Some(self.settings.clone()),
+            reasoning: self.reasoning.clone(),
             prompt: Some(prompt::TEMPLATE_VERSION.to_string()),
             ..into
         }
@@ -335,6 +357,7 @@ mod tests {
                 completion_usd_per_million: 10.0,
             }),
             serve: None,
+            reasoning: ReasoningSettings::default(),
         }
     }
 

@@ -22,8 +22,8 @@ use assay_models::{
 use assay_pyenv::Environment;
 use assay_records::{
     CheckVerdict, EpisodeEnd, EpisodeRecord, GenerationRecord, Identity, Kind, Listener, Manifest,
-    ModelAccess, Prices, PybenchSummary, RunEvent, Shard, Status, TokenUsage, TrajectoryRecord,
-    Verdicts,
+    ModelAccess, Prices, PybenchSummary, ReasoningSettings, RunEvent, Shard, Status, TokenUsage,
+    TrajectoryRecord, Verdicts,
 };
 use assay_rundir::{Journal, RunDir, SUMMARY};
 use assay_sandbox::{Engine, InputFile, Limits, SessionSpec, Tree};
@@ -89,6 +89,8 @@ pub struct Access {
     pub prices: Option<Prices>,
     /// A model server to start for the run (`--serve`).
     pub serve: Option<ServeSettings>,
+    /// How the model is asked to reason, and its thinking told apart.
+    pub reasoning: ReasoningSettings,
 }
 
 /// A PyBench run or evaluation.
@@ -130,6 +132,13 @@ enum Model {
 impl Model {
     fn resolve(spec: &str, access: &Access, protocol: Protocol) -> Result<Model, PipelineError> {
         if let Some(file) = spec.strip_prefix("replay:") {
+            if !access.reasoning.is_default() {
+                return Err(PipelineError::Invalid(
+                    "--reasoning-effort, --thinking-budget, --reasoning-model and --think-tags \
+                     are for model APIs; --model replay:FILE asks none"
+                        .into(),
+                ));
+            }
             if access.serve.is_some() {
                 return Err(PipelineError::Invalid(
                     "--serve starts a model server; --model replay:FILE needs none".into(),
@@ -177,15 +186,16 @@ impl Model {
                 requests_per_minute: access.requests_per_minute,
                 tokens_per_minute: access.tokens_per_minute,
             },
+            reasoning: access.reasoning.clone(),
         })?;
         Ok(Model::Chat(client))
     }
 
     /// The agent that plays the episodes; an API model's requests go to `log`.
-    fn agent(&self, log: RequestLog) -> Agent<'_> {
+    fn agent(&self, log: RequestLog, reply_tokens: u32) -> Agent<'_> {
         match self {
             Model::Replay { records, .. } => Agent::Replay(records),
-            Model::Chat(client) => Agent::Chat(ChatAgent::new(client.clone(), log)),
+            Model::Chat(client) => Agent::Chat(ChatAgent::new(client.clone(), log, reply_tokens)),
         }
     }
 }
@@ -273,6 +283,12 @@ pub async fn pybench(
     let started = Instant::now();
     let data = load_tasks(&request.data, &request.tasks, request.shard)?;
     // Everything that can be wrong with the input is found before anything runs.
+    let reasoning = match &request.source {
+        Source::Episodes { access, .. } if !access.reasoning.is_default() => {
+            Some(access.reasoning.clone())
+        }
+        _ => None,
+    };
     let (kind, model, recorded, identity_model, protocol, settings) = match &request.source {
         Source::Episodes {
             model,
@@ -280,6 +296,11 @@ pub async fn pybench(
             settings,
         } => {
             let resolved = Model::resolve(model, access, settings.protocol)?;
+            if settings.reply_tokens == 0 {
+                return Err(PipelineError::Invalid(
+                    "--max-tokens must be at least 1".into(),
+                ));
+            }
             if settings.max_turns == 0 {
                 return Err(PipelineError::Invalid(
                     "--max-turns must be at least 1".into(),
@@ -353,6 +374,7 @@ pub async fn pybench(
         tasks: Some(request.tasks.clone()),
         shard: request.shard,
         model: Some(identity_model.clone()),
+        reasoning,
         samples_digest: match (&model, &request.source) {
             (Some(Model::Replay { digest, .. }), _) => Some(digest.clone()),
             (None, Source::Recorded { trajectories, .. }) => {
@@ -368,6 +390,11 @@ pub async fn pybench(
         protocol: protocol.map(|p| p.as_str().to_string()),
         checks: Some(request.checks.as_str().into()),
         max_turns: settings.as_ref().map(|s| s.max_turns),
+        // Upstream's limit is left out, as runs recorded before it could be changed.
+        reply_tokens: settings
+            .as_ref()
+            .map(|s| s.reply_tokens)
+            .filter(|t| *t != assay_agent::pybench::model::MAX_TOKENS),
         cell_timeout_seconds: settings.as_ref().map(|s| s.cell_timeout.as_secs()),
         observation_chars: settings.as_ref().map(|s| s.observation_chars),
         network: Some(request.engine.network),
@@ -433,7 +460,10 @@ pub async fn pybench(
             }
         })
     };
-    let agent = model.as_ref().map(|m| m.agent(log));
+    let reply_tokens = settings
+        .as_ref()
+        .map_or(assay_agent::pybench::model::MAX_TOKENS, |s| s.reply_tokens);
+    let agent = model.as_ref().map(|m| m.agent(log, reply_tokens));
     // A task is done when its record is on disk (with its trajectory, for an episode that
     // ran) and neither the model nor the harness failed (those run again). An episode whose
     // check could not be made, or whose check reads the outputs of a task that runs again
@@ -1006,6 +1036,7 @@ mod tests {
             tokens_per_minute: None,
             prices: None,
             serve: None,
+            reasoning: ReasoningSettings::default(),
         };
         let err = Model::resolve("replay:/nonexistent.jsonl", &access, Protocol::Tools)
             .err()

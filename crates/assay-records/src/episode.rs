@@ -11,8 +11,13 @@ use crate::outcome::Status;
 pub struct Message {
     /// `system`, `user` or `assistant`.
     pub role: String,
-    /// The text.
+    /// The text. An assistant's thinking is not in it (assay's trajectories set it apart).
     pub content: String,
+    /// assay's addition: what an assistant thought before this reply, returned beside it or
+    /// set apart from its text. Never run, never sent back to the model. Absent when it did
+    /// not think (upstream's trajectories never have it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
 }
 
 impl Message {
@@ -21,6 +26,7 @@ impl Message {
         Message {
             role: role.to_string(),
             content: content.into(),
+            thinking: None,
         }
     }
 }
@@ -69,6 +75,9 @@ pub enum EpisodeEnd {
     /// request as too long (upstream's loop ends at a failed model call too). Judged on what
     /// the episode produced; `end_reason` quotes the server.
     ContextFull,
+    /// The model's reply was cut off inside its thinking (its token limit came first): it
+    /// has no code and no answer. Judged on what the episode produced.
+    CutWhileThinking,
     /// The model could not be reached for good (the task is `infra`; a rerun asks again).
     ModelFailed,
     /// The harness failed (a session that would not start, outputs that could not be read
@@ -214,6 +223,9 @@ pub struct PybenchSummary {
     /// window: episodes that ended there, judged on what they produced. Absent when none.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub context_full: std::collections::BTreeMap<String, String>,
+    /// Tasks whose episode ended at a reply cut off inside its thinking. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut_while_thinking: Vec<String>,
     /// The paper's figures for the same model, when it published some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<PublishedFigures>,

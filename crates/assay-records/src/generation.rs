@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::reasoning::Thinking;
+
 /// The prompt style a model answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -51,14 +53,27 @@ pub struct GenerationSettings {
 pub struct TokenUsage {
     /// Tokens of the prompts.
     pub prompt_tokens: u64,
-    /// Tokens of the answers.
+    /// Tokens of the answers, thinking included (providers bill it as output).
     pub completion_tokens: u64,
+    /// Of `completion_tokens`, those the model spent thinking, where the provider says
+    /// (OpenAI's `completion_tokens_details.reasoning_tokens`; Anthropic reports none apart).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
 
 impl std::ops::AddAssign<&TokenUsage> for TokenUsage {
     fn add_assign(&mut self, other: &TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
@@ -108,7 +123,34 @@ pub struct GenerationRecord {
     /// not fit it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextLimit>,
+    /// Per text, the thinking it came with (returned beside it, or set apart from it); empty
+    /// when no answer of the request thought. `solutions` never hold it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Option<Thinking>>,
 }
+
+impl GenerationRecord {
+    /// The thinking of answer `i`, if it thought.
+    pub fn thinking_of(&self, i: usize) -> Option<&Thinking> {
+        self.thinking.get(i).and_then(Option::as_ref)
+    }
+
+    /// Why answer `i` has no solution when that is not the model's doing, put before its
+    /// sample's reason: a prompt that did not fit the model's window, or an answer cut off
+    /// inside its thinking.
+    pub fn empty_note(&self, i: usize) -> Option<String> {
+        if let Some(context) = self.context.as_ref().filter(|c| c.empty) {
+            return Some(context.note());
+        }
+        self.thinking_of(i)
+            .filter(|t| t.cut)
+            .map(|_| CUT_WHILE_THINKING.to_string())
+    }
+}
+
+/// The reason an answer cut off inside its thinking starts with.
+pub const CUT_WHILE_THINKING: &str = "no answer: it ended inside its thinking, before any answer \
+     (a higher --max-tokens leaves it room to finish thinking and answer)";
 
 /// A request the model's context window refused, and what came of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -187,6 +229,13 @@ pub struct GenerationTotals {
     /// Answers the model's context window decided.
     #[serde(default, skip_serializing_if = "ContextCounts::is_zero")]
     pub context: ContextCounts,
+    /// Answers that came with thinking (returned beside them or set apart from their text).
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub thinking: usize,
+    /// Of the answers that hit the token limit, those cut off inside their thinking: no
+    /// answer, judged `fail`.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub cut_while_thinking: usize,
     /// What `usage` cost in US dollars, at the prices given (`--price-in`, `--price-out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
@@ -216,6 +265,7 @@ mod tests {
         let usage = TokenUsage {
             prompt_tokens: 1_200_000,
             completion_tokens: 30_000,
+            reasoning_tokens: 0,
         };
         assert!((prices.cost(&usage) - 3.3).abs() < 1e-12);
         assert_eq!(prices.cost(&TokenUsage::default()), 0.0);

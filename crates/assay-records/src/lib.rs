@@ -14,6 +14,7 @@ pub mod ground_truth;
 pub mod isolation;
 pub mod manifest;
 pub mod outcome;
+pub mod reasoning;
 pub mod sample;
 pub mod shard;
 pub mod stability;
@@ -31,7 +32,7 @@ pub use event::{Listener, ModelLoad, RunEvent};
 pub use fingerprint::Fingerprint;
 pub use generation::{
     ContextCounts, ContextLimit, GenerationOutcome, GenerationRecord, GenerationSettings,
-    GenerationTotals, Prices, Split, TokenUsage, Unanswered,
+    GenerationTotals, Prices, Split, TokenUsage, Unanswered, CUT_WHILE_THINKING,
 };
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
@@ -39,6 +40,7 @@ pub use manifest::{
     now, GenerationDone, Identity, Invocation, Kind, Manifest, ModelAccess, StartedServer, SCHEMA,
 };
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
+pub use reasoning::{Effort, ReasoningSettings, ThinkTag, Thinking, ThinkingSource};
 pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
 pub use shard::Shard;
 pub use stability::{

@@ -79,6 +79,9 @@ pub struct Identity {
     /// How answers were sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<GenerationSettings>,
+    /// How the model was asked to reason and its thinking told apart, where not the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<crate::reasoning::ReasoningSettings>,
     /// The prompt templates' version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
@@ -118,6 +121,9 @@ pub struct Identity {
     /// PyBench: replies an episode may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_turns: Option<u32>,
+    /// PyBench: a reply's token limit, where not upstream's 1000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_tokens: Option<u32>,
     /// PyBench: seconds a cell may run before it is interrupted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cell_timeout_seconds: Option<u64>,

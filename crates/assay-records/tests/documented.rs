@@ -90,6 +90,28 @@ fn generation() -> GenerationRecord {
             max_tokens: Some(100),
             empty: false,
         }),
+        thinking: vec![Some(thinking())],
+    }
+}
+
+fn thinking() -> Thinking {
+    Thinking {
+        source: ThinkingSource::Field,
+        text: "hmm".into(),
+        cut: true,
+        redacted: 1,
+    }
+}
+
+fn reasoning() -> ReasoningSettings {
+    ReasoningSettings {
+        effort: Some(Effort::High),
+        thinking_budget: Some(2048),
+        reasoning_model: Some(true),
+        think_tags: Some(vec![ThinkTag {
+            open: "<think>".into(),
+            close: "</think>".into(),
+        }]),
     }
 }
 
@@ -120,7 +142,11 @@ fn episode() -> EpisodeRecord {
             restarted: true,
             figures: vec!["figures/3-1-1.png".into()],
         }],
-        tokens: TokenUsage::default(),
+        tokens: TokenUsage {
+            prompt_tokens: 1,
+            completion_tokens: 2,
+            reasoning_tokens: 1,
+        },
         seconds: 1.0,
         outputs: vec!["3.csv".into()],
     }
@@ -138,6 +164,7 @@ fn pybench_summary() -> PybenchSummary {
         cost_usd: Some(0.0),
         infra: BTreeMap::new(),
         context_full: BTreeMap::from([("PyBench/85".into(), "HTTP 400: too long".into())]),
+        cut_while_thinking: vec!["PyBench/3".into()],
         published: Some(PublishedFigures {
             model: "m".into(),
             pass_rate: 0.5,
@@ -150,7 +177,10 @@ fn pybench_summary() -> PybenchSummary {
 
 fn trajectory() -> TrajectoryRecord {
     TrajectoryRecord {
-        messages: vec![Message::new("user", "q")],
+        messages: vec![Message {
+            thinking: Some("hmm".into()),
+            ..Message::new("assistant", "a")
+        }],
         index: "3".into(),
         category1: String::new(),
         category2: String::new(),
@@ -221,6 +251,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         model: Some("reference".into()),
         direct_completion: Some(false),
         generation: Some(settings),
+        reasoning: Some(reasoning()),
         prompt: Some("1".into()),
         split: Some("complete".into()),
         calibrated: Some(true),
@@ -237,6 +268,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         protocol: Some("markdown".into()),
         checks: Some("faithful".into()),
         max_turns: Some(10),
+        reply_tokens: Some(4000),
         cell_timeout_seconds: Some(120),
         observation_chars: Some(20_000),
     };
@@ -247,6 +279,8 @@ fn every_field_of_every_record_is_in_the_spec() {
     let totals = GenerationTotals {
         cost_usd: Some(0.0),
         context,
+        thinking: 1,
+        cut_while_thinking: 1,
         ..GenerationTotals::default()
     };
     let outcome = GenerationOutcome {
@@ -358,6 +392,14 @@ fn every_field_of_every_record_is_in_the_spec() {
             undocumented(generation.context.as_ref().unwrap(), &spec),
         ),
         ("ContextCounts", undocumented(&context, &spec)),
+        ("Thinking", undocumented(&thinking(), &spec)),
+        ("ReasoningSettings", undocumented(&reasoning(), &spec)),
+        (
+            "ThinkTag",
+            undocumented(&reasoning().think_tags.unwrap()[0], &spec),
+        ),
+        ("Message", undocumented(&trajectory().messages[0], &spec)),
+        ("TokenUsage", undocumented(&episode().tokens, &spec)),
         ("EvalSummary", undocumented(&summary, &spec)),
         ("GroundTruthSummary", undocumented(&ground_truth(), &spec)),
         ("CheckSummary", undocumented(&check, &spec)),

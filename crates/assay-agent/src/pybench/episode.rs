@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use assay_models::ToolCall;
-use assay_records::{CellRecord, EpisodeEnd, Message, TokenUsage};
+use assay_records::{CellRecord, EpisodeEnd, Message, Thinking, TokenUsage};
 use assay_sandbox::Session;
 use assay_tasks::pybench::Task;
 
@@ -37,10 +37,15 @@ pub const PYTHON_TOOL: &str = "python";
 /// One reply from the model.
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
-    /// The assistant message's text.
+    /// The assistant message's text, without its thinking: what is run and sent back.
     pub content: String,
     /// Its tool calls (the `tools` protocol).
     pub calls: Vec<ToolCall>,
+    /// What the model thought before it (returned beside the text or set apart from it):
+    /// recorded, never run, never sent back.
+    pub thinking: Option<Thinking>,
+    /// Anthropic's thinking blocks as they came, sent back with a tool-use turn.
+    pub thinking_blocks: Vec<serde_json::Value>,
     /// Tokens billed for it.
     pub usage: TokenUsage,
 }
@@ -106,13 +111,16 @@ impl Transcript {
         let mut messages = self.opening.clone();
         for step in &self.steps {
             match step {
-                Step::Reply(reply) => messages.push(Message::new(
-                    "assistant",
-                    match self.protocol {
-                        Protocol::Markdown => reply.content.clone(),
-                        Protocol::Tools => with_code_blocks(reply),
-                    },
-                )),
+                Step::Reply(reply) => messages.push(Message {
+                    thinking: reply.thinking.as_ref().map(|t| t.text.clone()),
+                    ..Message::new(
+                        "assistant",
+                        match self.protocol {
+                            Protocol::Markdown => reply.content.clone(),
+                            Protocol::Tools => with_code_blocks(reply),
+                        },
+                    )
+                }),
                 Step::Results(results) => {
                     let text: String = results.iter().map(|r| r.text.as_str()).collect();
                     messages.push(Message::new("user", format!("{OBSERVATION_PREFIX}{text}")));
@@ -169,6 +177,8 @@ pub struct EpisodeSettings {
     pub cell_timeout: Duration,
     /// Characters of an observation sent back; 0 = no cap.
     pub observation_chars: usize,
+    /// Token limit of a reply (upstream: 1000, which a thinking model can spend thinking).
+    pub reply_tokens: u32,
 }
 
 impl Default for EpisodeSettings {
@@ -178,6 +188,7 @@ impl Default for EpisodeSettings {
             max_turns: 10,
             cell_timeout: Duration::from_secs(120),
             observation_chars: 20_000,
+            reply_tokens: super::model::MAX_TOKENS,
         }
     }
 }
@@ -238,6 +249,18 @@ pub async fn run_episode<R: Replier>(
         };
         tokens += &reply.usage;
         let turn = transcript.replies() as u32 + 1;
+        if reply.thinking.as_ref().is_some_and(|t| t.cut) {
+            // No code and no answer: what it was drafting is not run.
+            transcript.steps.push(Step::Reply(reply));
+            end = (
+                EpisodeEnd::CutWhileThinking,
+                "the reply ended inside its thinking, before any code or answer (its token \
+                 limit came first)"
+                    .into(),
+            );
+            on_turn(turn);
+            break;
+        }
         let code = match settings.protocol {
             Protocol::Markdown => match markdown::parse(&reply.content) {
                 Parsed::Answer { kept } => Err(kept),
@@ -357,7 +380,7 @@ mod tests {
                 name: PYTHON_TOOL.into(),
                 arguments: r#"{"code": "print(1 + 1)"}"#.into(),
             }],
-            usage: TokenUsage::default(),
+            ..Reply::default()
         };
         assert_eq!(
             with_code_blocks(&reply),

@@ -29,12 +29,19 @@ pub type RequestLog = Arc<dyn Fn(GenerationRecord) + Send + Sync>;
 pub struct ChatAgent {
     client: Client,
     log: RequestLog,
+    /// Token limit of a reply.
+    reply_tokens: u32,
 }
 
 impl ChatAgent {
-    /// The agent `client` plays; `log` hears each request.
-    pub fn new(client: Client, log: RequestLog) -> ChatAgent {
-        ChatAgent { client, log }
+    /// The agent `client` plays, each reply limited to `reply_tokens`; `log` hears each
+    /// request.
+    pub fn new(client: Client, log: RequestLog, reply_tokens: u32) -> ChatAgent {
+        ChatAgent {
+            client,
+            log,
+            reply_tokens,
+        }
     }
 
     /// The request for the next reply.
@@ -45,7 +52,7 @@ impl ChatAgent {
             n: 1,
             temperature: TEMPERATURE,
             top_p: (!anthropic).then_some(TOP_P),
-            max_tokens: MAX_TOKENS,
+            max_tokens: self.reply_tokens,
             stop: Vec::new(),
             frequency_penalty: (!anthropic).then_some(FREQUENCY_PENALTY),
         }
@@ -63,6 +70,7 @@ impl ChatAgent {
             error: None,
             wanted: 1,
             context: None,
+            thinking: Vec::new(),
         };
         match response {
             Ok(r) => {
@@ -74,6 +82,9 @@ impl ChatAgent {
                     .map(|c| c.arguments.clone())
                     .collect();
                 record.finish_reasons = r.finish_reasons.clone();
+                if r.thinking.iter().any(Option::is_some) {
+                    record.thinking = r.thinking.clone();
+                }
                 record.usage = r.usage.clone();
                 record.latency_seconds = r.latency.as_secs_f64();
                 record.attempts = r.attempts;
@@ -97,11 +108,18 @@ fn conversation(transcript: &Transcript) -> Conversation {
         .collect();
     for step in &transcript.steps {
         match step {
-            Step::Reply(reply) => turns.push(Turn::Assistant {
-                text: reply.content.clone(),
-                calls: match transcript.protocol {
-                    Protocol::Markdown => Vec::new(),
-                    Protocol::Tools => reply.calls.clone(),
+            // The reply without its thinking; Anthropic's signed blocks go back with a
+            // tool-use turn, as its API requires.
+            Step::Reply(reply) => turns.push(match transcript.protocol {
+                Protocol::Markdown => Turn::Assistant {
+                    text: reply.content.clone(),
+                    calls: Vec::new(),
+                    thinking_blocks: Vec::new(),
+                },
+                Protocol::Tools => Turn::Assistant {
+                    text: reply.content.clone(),
+                    calls: reply.calls.clone(),
+                    thinking_blocks: reply.thinking_blocks.clone(),
                 },
             }),
             Step::Results(results) => match transcript.protocol {
@@ -147,8 +165,14 @@ impl Replier for ChatAgent {
             other => ReplyError::Failed(other.to_string()),
         })?;
         Ok(Reply {
-            content: response.texts.into_iter().next().unwrap_or_default(),
+            content: response.answers.into_iter().next().unwrap_or_default(),
             calls: response.tool_calls.into_iter().next().unwrap_or_default(),
+            thinking: response.thinking.into_iter().next().flatten(),
+            thinking_blocks: response
+                .thinking_blocks
+                .into_iter()
+                .next()
+                .unwrap_or_default(),
             usage: response.usage,
         })
     }

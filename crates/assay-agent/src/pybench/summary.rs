@@ -40,6 +40,11 @@ pub fn summarize(
         .filter(|r| r.end == EpisodeEnd::ContextFull)
         .map(|r| (r.task_id.clone(), r.end_reason.clone()))
         .collect();
+    let cut_while_thinking = records
+        .iter()
+        .filter(|r| r.end == EpisodeEnd::CutWhileThinking)
+        .map(|r| r.task_id.clone())
+        .collect();
     PybenchSummary {
         checks: mode.as_str().into(),
         tasks: records.len(),
@@ -51,6 +56,7 @@ pub fn summarize(
         tokens,
         infra,
         context_full,
+        cut_while_thinking,
         published,
         wall_seconds,
     }
@@ -153,6 +159,7 @@ mod tests {
             tokens: TokenUsage {
                 prompt_tokens: 10,
                 completion_tokens: 1,
+                reasoning_tokens: 0,
             },
             seconds: 1.0,
             outputs: vec![],
