@@ -113,6 +113,14 @@ fn runs_table(out: &mut String, report: &Report) {
     }
     out.push_str("</table>");
     for run in report.runs.iter() {
+        if let Some(line) = crate::reasoning_line(run) {
+            let _ = write!(
+                out,
+                "<p class=\"reasoning\">{} reasoning: {}</p>",
+                escape(&run.label),
+                escape(&line)
+            );
+        }
         if let Some(found) = &run.stability {
             let _ = write!(
                 out,

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 
 pub use html::{escape, html};
 pub use source::{
-    finished_at, judged_trajectories, last_write, read_lines, read_manifest, read_numbered_lines,
-    Failure, Run, SourceError, TaskResult,
+    answers, finished_at, judged_trajectories, last_write, read_lines, read_manifest,
+    read_numbered_lines, Answer, Failure, Run, SourceError, TaskResult,
 };
 pub use terminal::render;
 
@@ -73,6 +73,16 @@ pub struct RunFigures {
     pub tokens: Option<TokenUsage>,
     /// What `--stability` found.
     pub stability: Option<StabilitySummary>,
+    /// BigCodeBench: answers that came with thinking.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thinking: usize,
+    /// Answers (BigCodeBench) or episodes (PyBench) that ended inside their thinking.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_while_thinking: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A group's figure.
@@ -218,6 +228,8 @@ pub fn figures(run: &Run) -> RunFigures {
         wall_seconds: run.wall_seconds,
         tokens: run.tokens.clone(),
         stability: run.stability.clone(),
+        thinking: run.thinking,
+        cut_while_thinking: run.cut_while_thinking,
     }
 }
 
@@ -252,6 +264,40 @@ pub(crate) fn stability_line(found: &StabilitySummary) -> String {
         if changed.is_empty() { "" } else { ": " },
         changed.join(", ")
     )
+}
+
+/// What a reasoning model's run came to, in one line: the completion tokens it spent thinking
+/// (apart, since they are billed as output but are not the answers), the answers that came with
+/// thinking, and those cut off inside it, which failed for the token limit rather than for
+/// their code. None for a run without any, so that other runs' reports read as before.
+pub(crate) fn reasoning_line(run: &RunFigures) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(t) = run.tokens.as_ref().filter(|t| t.reasoning_tokens > 0) {
+        parts.push(format!(
+            "{} completion tokens, of which {} reasoning",
+            t.completion_tokens, t.reasoning_tokens
+        ));
+    }
+    if run.thinking > 0 {
+        parts.push(format!(
+            "{} came with thinking",
+            count(run.thinking, "answer", "answers")
+        ));
+    }
+    if run.cut_while_thinking > 0 {
+        parts.push(if run.benchmark == "pybench" {
+            format!(
+                "{} ended at a reply cut off inside its thinking (judged on what they produced)",
+                count(run.cut_while_thinking, "episode", "episodes")
+            )
+        } else {
+            format!(
+                "{} ended inside its thinking, before any answer (judged fail)",
+                count(run.cut_while_thinking, "answer", "answers")
+            )
+        });
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// `n` and what it counts: `one` when `n` is 1, else `many`.
@@ -443,6 +489,8 @@ mod tests {
             wall_seconds: None,
             tokens: None,
             stability: None,
+            thinking: 0,
+            cut_while_thinking: 0,
             failures: Vec::new(),
         }
     }

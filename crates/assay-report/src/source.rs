@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_records::{
-    EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, StabilitySummary, Status,
-    TokenUsage, TrajectoryRecord, SCHEMA,
+    EpisodeEnd, EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, StabilitySummary,
+    Status, Thinking, TokenUsage, TrajectoryRecord, SCHEMA,
 };
 use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -100,9 +100,70 @@ pub struct Run {
     pub tokens: Option<TokenUsage>,
     /// What `--stability` found, when the run had it.
     pub stability: Option<StabilitySummary>,
+    /// BigCodeBench: answers that came with thinking (from `generation.jsonl`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thinking: usize,
+    /// Answers (BigCodeBench) or episodes (PyBench) that ended inside their thinking, before
+    /// any answer: failures the token limit made, not the model's code.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cut_while_thinking: usize,
     /// The samples that did not pass (and were not set apart), in task order.
     #[serde(skip)]
     pub failures: Vec<Failure>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One answer of a generation as `generation.jsonl` recorded it: the request that gave it and
+/// its place among that request's answers (whose raw texts, solutions, finish reasons and
+/// thinking are kept side by side).
+#[derive(Debug, Clone, Copy)]
+pub struct Answer<'a> {
+    /// The request.
+    pub request: &'a GenerationRecord,
+    /// Which of its answers.
+    pub index: usize,
+}
+
+impl<'a> Answer<'a> {
+    /// The model's text, as the official `raw_solution`.
+    pub fn raw(&self) -> &'a str {
+        &self.request.raw[self.index]
+    }
+
+    /// The text sanitized: the code judged.
+    pub fn solution(&self) -> &'a str {
+        self.request
+            .solutions
+            .get(self.index)
+            .map_or("", String::as_str)
+    }
+
+    /// How the provider said it ended (`stop`, `length`...).
+    pub fn finish_reason(&self) -> Option<&'a str> {
+        self.request
+            .finish_reasons
+            .get(self.index)
+            .and_then(|r| r.as_deref())
+    }
+
+    /// What the model thought before it, if it thought.
+    pub fn thinking(&self) -> Option<&'a Thinking> {
+        self.request.thinking_of(self.index)
+    }
+}
+
+/// Every answer of `generation`, in the order the file has them (failed requests have none).
+/// A generation writes each task's samples in that order, so a task's n-th line of
+/// `samples.jsonl` is its n-th answer here: how a sample finds its raw answer's thinking and
+/// its request.
+pub fn answers(generation: &[GenerationRecord]) -> impl Iterator<Item = Answer<'_>> {
+    generation
+        .iter()
+        .filter(|r| r.error.is_none())
+        .flat_map(|request| (0..request.raw.len()).map(move |index| Answer { request, index }))
 }
 
 impl Run {
@@ -219,6 +280,8 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         stability: summary
             .as_ref()
             .and_then(|s| serde_json::from_value(s["stability"].clone()).ok()),
+        thinking: 0,
+        cut_while_thinking: 0,
         failures: Vec::new(),
     };
     let results = dir.join("results.jsonl");
@@ -229,6 +292,9 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
             for record in &records {
                 run.add(&record.task_id, record.status);
                 tokens += &record.tokens;
+                if record.end == EpisodeEnd::CutWhileThinking {
+                    run.cut_while_thinking += 1;
+                }
                 if let Some(category) = &record.category {
                     run.groups
                         .insert(record.task_id.clone(), vec![category.clone()]);
@@ -274,6 +340,10 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
             let mut tokens = TokenUsage::default();
             for record in &generation {
                 tokens += &record.usage;
+            }
+            for thought in answers(&generation).filter_map(|a| a.thinking()) {
+                run.thinking += 1;
+                run.cut_while_thinking += usize::from(thought.cut);
             }
             run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
         }
@@ -410,6 +480,8 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         wall_seconds: None,
         tokens: None,
         stability: None,
+        thinking: 0,
+        cut_while_thinking: 0,
         failures: Vec::new(),
     };
     (run.groups, run.libraries) = labels(None, eval.keys());
@@ -516,6 +588,7 @@ mod tests {
             tokens: TokenUsage {
                 prompt_tokens: 100,
                 completion_tokens: 10,
+                reasoning_tokens: 0,
             },
             seconds: 1.0,
             outputs: vec![],

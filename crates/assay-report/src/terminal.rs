@@ -92,6 +92,9 @@ pub fn render(report: &Report) -> String {
             .map(|(s, n)| format!("{s} {n}"))
             .collect();
         let _ = writeln!(out, "{:<width$}  samples: {}", "", statuses.join(", "));
+        if let Some(line) = crate::reasoning_line(run) {
+            let _ = writeln!(out, "{:<width$}  reasoning: {line}", "");
+        }
         if let Some(found) = &run.stability {
             let line = crate::stability_line(found);
             let _ = writeln!(out, "{:<width$}  stability: {line}", "");

@@ -60,7 +60,11 @@ const plain = (text) => String(text ?? "").replace(/\x1b\[[0-9;]*[A-Za-z]/g, "")
 const pct = (x) => (x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%");
 const secs = (s) => (s === null || s === undefined ? "–" : s < 10 ? s.toFixed(2) + " s" : s.toFixed(1) + " s");
 const mib = (b) => (b === null || b === undefined ? "–" : (b / 1048576).toFixed(1) + " MiB");
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
 const badge = (text, kind) => el("span", { class: "badge " + (kind || text) }, text);
+/** Tokens in and out, those spent thinking apart where the provider said how many. */
+const tokensText = (t) => `${t.prompt_tokens} in, ${t.completion_tokens} out` +
+  (t.reasoning_tokens ? ` (of which ${t.reasoning_tokens} reasoning)` : "");
 const STATUSES = ["pass", "fail", "error", "timeout", "oom", "infra"];
 
 function statusBar(statuses) {
@@ -213,7 +217,12 @@ async function runView(id, params) {
         el("span", {}, "kind ", el("b", {}, s.kind)),
         el("span", {}, "judged ", el("b", {}, s.expected ? `${s.judged} of ${s.expected}` : String(s.judged))),
         f && f.wall_seconds ? el("span", {}, "wall ", el("b", {}, secs(f.wall_seconds))) : null,
-        f && f.tokens ? el("span", {}, "tokens ", el("b", {}, `${f.tokens.prompt_tokens} in, ${f.tokens.completion_tokens} out`)) : null),
+        f && f.tokens ? el("span", {}, "tokens ", el("b", {}, tokensText(f.tokens))) : null,
+        f && (f.thinking || f.cut_while_thinking) ? el("span", {}, "thinking ", el("b", {}, [
+          f.thinking ? `${plural(f.thinking, "answer", "answers")} came with it` : null,
+          f.cut_while_thinking ? `${pybench ? plural(f.cut_while_thinking, "episode", "episodes")
+            : plural(f.cut_while_thinking, "answer", "answers")} cut off inside it` : null,
+        ].filter(Boolean).join(", "))) : null),
       s.error ? el("p", { class: "error-box" }, s.error) : null,
       f ? el("div", { class: "figures" },
         ...Object.entries(f.pass_at_k).map(([k, e]) => el("div", { class: "figure" },
@@ -342,12 +351,30 @@ async function sampleView(id, index, params) {
         el("td", { class: "num" }, t.seconds === undefined ? "–" : secs(t.seconds)))))) : el("p", { class: "muted" }, "No test reported."),
     ...failing.filter((t) => t.detail).map((t) => el("div", {}, el("h2", {}, `Traceback: ${t.name}`), el("pre", { class: "trace" }, plain(t.detail)))),
     el("div", { class: "grid2" },
-      el("div", {}, el("h2", {}, "Code that ran (sanitized)"), el("pre", { class: "code" }, detail.code || "(none kept)")),
+      el("div", {}, el("h2", {}, "Code that ran (sanitized)"), el("pre", { class: "code" }, detail.code ||
+        (detail.thinking && detail.thinking.cut ? "(none: the answer ended inside its thinking)" : "(none kept)"))),
       el("div", {}, el("h2", {}, "Test"), el("pre", {}, detail.test_code || "(the task is not in the embedded dataset)"))),
+    thinkingBlock(detail.thinking),
     detail.raw ? el("details", {}, el("summary", {}, "The model's raw answer"), el("pre", {}, detail.raw)) : null,
     detail.prompt ? el("details", {}, el("summary", {}, "Prompt"), el("pre", {}, detail.prompt)) : null,
     captured("Standard output", record.stdout),
     captured("Standard error", record.stderr));
+}
+
+/** What a model thought before an answer or reply, `{text, cut, redacted, source}`: text in a
+ * block of its own, closed until asked for (it can be long, and it is not what was judged),
+ * saying where it came from when known, whether the answer was cut off inside it, and how many
+ * blocks the provider returned encrypted. */
+function thinkingBlock(thinking) {
+  if (!thinking) return null;
+  const where = { field: " (returned beside the answer)", text: " (set apart from the answer's text)" }[thinking.source] || "";
+  const notes = [
+    thinking.cut ? "cut off inside its thinking" : null,
+    thinking.redacted ? `${plural(thinking.redacted, "block", "blocks")} returned encrypted` : null,
+  ].filter(Boolean);
+  return el("details", { class: "thinking" + (thinking.cut ? " cut" : "") },
+    el("summary", {}, "Thinking" + where, notes.length ? el("span", { class: "muted" }, " · " + notes.join(" · ")) : null),
+    el("pre", {}, thinking.text || "(no text)"));
 }
 
 function captured(title, stream) {
@@ -366,9 +393,11 @@ function episodeView(id, detail) {
   const steps = detail.steps.map((step) => {
     const bad = step.cell && step.cell.status !== "pass";
     return el("section", { class: "turn" + (bad ? " bad" : ""), id: `turn-${step.turn}` },
-      el("h3", {}, `Turn ${step.turn}`, step.cell ? badge(step.cell.status) : el("span", { class: "muted" }, "no code: the answer"),
+      el("h3", {}, `Turn ${step.turn}`, step.cell ? badge(step.cell.status)
+        : el("span", { class: "muted" }, step.thinking && step.thinking.cut ? "no code: cut off inside its thinking" : "no code: the answer"),
         step.cell ? el("span", { class: "muted" }, `${step.cell.reason} · ${secs(step.cell.seconds)}${step.cell.restarted ? " · interpreter restarted" : ""}`) : null),
-      ...message(step.message),
+      thinkingBlock(step.thinking),
+      ...(step.message || !step.thinking ? message(step.message) : []),
       step.observation !== null ? el("details", { open: true }, el("summary", {}, "What the interpreter said"), el("pre", { class: bad ? "trace" : "" }, plain(step.observation))) : null,
       step.cell && step.cell.figures.length ? el("div", { class: "shots" }, ...step.cell.figures.map((f) => el("img", { src: files(f), alt: f, loading: "lazy" }))) : null);
   });
@@ -376,15 +405,15 @@ function episodeView(id, detail) {
     el("h1", {}, `${detail.row.task_id} `, badge(detail.row.status)),
     el("p", {}, detail.row.reason),
     // Why the episode ended, in the words it ended with (the server's, for a full context
-    // window or a model that failed).
-    record.end_reason ? el("p", { class: "ended" + (record.end === "context_full" ? " full" : "") },
+    // window or a model that failed); set off where no code of the model's ended it.
+    record.end_reason ? el("p", { class: "ended" + (["context_full", "cut_while_thinking"].includes(record.end) ? " full" : "") },
       "Ended: ", el("q", {}, record.end_reason)) : null,
     el("div", { class: "facts" },
       el("span", {}, "category ", el("b", {}, detail.row.groups.join(", ") || "–")),
       el("span", {}, "turns ", el("b", {}, String(record.turns ?? "–"))),
       el("span", {}, "ended ", el("b", {}, record.end || "–")),
       el("span", {}, "time ", el("b", {}, secs(record.seconds))),
-      record.tokens ? el("span", {}, "tokens ", el("b", {}, `${record.tokens.prompt_tokens} in, ${record.tokens.completion_tokens} out`)) : null,
+      record.tokens ? el("span", {}, "tokens ", el("b", {}, tokensText(record.tokens))) : null,
       verdicts.faithful ? el("span", {}, "faithful check ", badge(verdicts.faithful.status)) : null,
       verdicts.fixed ? el("span", {}, "fixed check ", badge(verdicts.fixed.status)) : null),
     firstError ? el("button", { class: "jump", onclick: () => {

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use assay_records::{EpisodeRecord, Kind, Manifest, SampleRecord, Split, Status, TrajectoryRecord};
+use assay_records::{
+    EpisodeEnd, EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Split, Status,
+    TrajectoryRecord,
+};
 use assay_report::{figures, Run, RunFigures};
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -150,6 +153,8 @@ struct DirFiles {
     samples_count: Option<(Stamp, usize)>,
     episodes: Journal<EpisodeRecord>,
     trajectories: Journal<TrajectoryRecord>,
+    /// BigCodeBench: the requests of a generation, for what each answer thought.
+    generation: Journal<GenerationRecord>,
 }
 
 /// An official `*_eval_results.json`.
@@ -215,6 +220,7 @@ impl RunSource {
                 samples_count: None,
                 episodes: Journal::new(root.join("results.jsonl")),
                 trajectories: Journal::new(root.join("trajectory.jsonl")),
+                generation: Journal::new(root.join("generation.jsonl")),
             };
             (Files::Dir(Box::new(dir)), Some(root))
         } else {
@@ -729,13 +735,15 @@ fn episode_rows(records: &[EpisodeRecord]) -> Vec<Row> {
         .collect()
 }
 
-/// A BigCodeBench sample: the prompt, what the model said and what ran, each test.
+/// A BigCodeBench sample: the prompt, what the model said (and thought) and what ran, each
+/// test.
 fn bigcodebench_sample(
     dir: &mut DirFiles,
     manifest: Option<&Manifest>,
     row: &Row,
 ) -> Result<Value, ViewError> {
     dir.samples.refresh()?;
+    dir.generation.refresh()?;
     let record = dir
         .results
         .records()
@@ -751,6 +759,19 @@ fn bigcodebench_sample(
     // The model's answer before sanitizing: every samples.jsonl assay writes has it on the
     // sample's own line (generation writes it, evaluation and merge keep lines as they are).
     let raw = sample.and_then(|s| s["raw_solution"].as_str());
+    // Its thinking is in generation.jsonl: the sample is its task's n-th line of samples.jsonl,
+    // so its task's n-th answer there, when that answer is the code judged (a samples file
+    // evaluated apart from its generation has none).
+    let nth = samples
+        .iter()
+        .take(row.index)
+        .filter(|s| s["task_id"] == row.task_id.as_str())
+        .count();
+    let thinking = assay_report::answers(dir.generation.records())
+        .filter(|a| a.request.task_id == row.task_id)
+        .nth(nth)
+        .filter(|a| a.solution() == code)
+        .and_then(|a| a.thinking());
     let version = manifest.and_then(|m| m.identity.dataset.as_deref());
     let split = manifest.and_then(|m| m.identity.split.as_deref());
     let task = task_of(version, &row.task_id);
@@ -760,6 +781,7 @@ fn bigcodebench_sample(
         "prompt": task.map(|t| prompt(t, split)),
         "test_code": task.map(|t| t.test.clone()),
         "raw": raw,
+        "thinking": thinking,
         "code": code,
         "record": record,
     }))
@@ -805,6 +827,8 @@ fn episode(dir: &mut DirFiles, manifest: Option<&Manifest>, row: &Row) -> Result
             steps.push(json!({
                 "turn": turn,
                 "message": message.content,
+                // What it thought first (never run): shown apart, as a BigCodeBench sample's.
+                "thinking": message.thinking.as_ref().map(|text| json!({"text": text, "cut": false})),
                 "cell": cell.map(|c| json!({
                     "status": c.status.as_str(),
                     "reason": c.reason,
@@ -819,6 +843,17 @@ fn episode(dir: &mut DirFiles, manifest: Option<&Manifest>, row: &Row) -> Result
             step["observation"] = json!(message.content);
         } else {
             preamble.push(json!({"role": message.role, "content": message.content}));
+        }
+    }
+    // An episode cut off inside its thinking ended at its last reply.
+    if record
+        .as_ref()
+        .is_some_and(|r| r.end == EpisodeEnd::CutWhileThinking)
+    {
+        if let Some(thinking) = steps.last_mut().map(|s| &mut s["thinking"]) {
+            if thinking.is_object() {
+                thinking["cut"] = json!(true);
+            }
         }
     }
     let outputs: Vec<String> = record
@@ -1045,6 +1080,130 @@ mod tests {
         assert_eq!(
             run.detail(1).unwrap().unwrap()["code"],
             "def task_func(): pass"
+        );
+    }
+
+    #[test]
+    fn a_sample_shows_what_its_own_answer_thought() {
+        let line = |task: &str, solution: &str| {
+            json!({"task_id": task, "solution": solution}).to_string() + "\n"
+        };
+        let request = |task: &str, solution: &str, thinking: Value| {
+            json!({
+                "task_id": task, "raw": ["r"], "solutions": [solution], "finish_reasons": ["stop"],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "latency_seconds": 1.0,
+                "attempts": 1, "wanted": 1, "thinking": thinking,
+            })
+            .to_string()
+                + "\n"
+        };
+        let failed = json!({
+            "task_id": "BigCodeBench/1", "raw": [], "solutions": [], "finish_reasons": [],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0}, "latency_seconds": 1.0,
+            "attempts": 3, "error": "HTTP 500", "wanted": 1,
+        });
+        let dir = run_dir(
+            Kind::BigcodebenchRun,
+            &[
+                (
+                    "samples.jsonl",
+                    line("BigCodeBench/1", "a")
+                        + &line("BigCodeBench/2", "")
+                        + &line("BigCodeBench/1", "b")
+                        + &line("BigCodeBench/3", "edited after"),
+                ),
+                (
+                    "results.jsonl",
+                    [(0, 1), (1, 2), (2, 1), (3, 3)]
+                        .iter()
+                        .map(|(i, t)| sample_record(*i, &format!("BigCodeBench/{t}"), "pass", &[]))
+                        .collect(),
+                ),
+                (
+                    "generation.jsonl",
+                    // Generation's order: a request that failed gave no answer.
+                    format!("{failed}\n")
+                        + &request("BigCodeBench/1", "a", json!([]))
+                        + &request(
+                            "BigCodeBench/1",
+                            "b",
+                            json!([{"source": "field", "text": "second", "redacted": 1}]),
+                        )
+                        + &request(
+                            "BigCodeBench/2",
+                            "",
+                            json!([{"source": "text", "text": "cut", "cut": true}]),
+                        )
+                        + &request(
+                            "BigCodeBench/3",
+                            "as generated",
+                            json!([{"source": "text", "text": "not the code judged"}]),
+                        ),
+                ),
+            ],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let thinking = |index: usize| run.detail(index).unwrap().unwrap()["thinking"].clone();
+        assert_eq!(
+            thinking(0),
+            Value::Null,
+            "its task's first answer did not think"
+        );
+        assert_eq!(
+            thinking(2),
+            json!({"source": "field", "text": "second", "redacted": 1}),
+            "its task's second answer"
+        );
+        assert_eq!(
+            thinking(1),
+            json!({"source": "text", "text": "cut", "cut": true})
+        );
+        assert_eq!(
+            thinking(3),
+            Value::Null,
+            "a sample whose code is not its generation's answer"
+        );
+    }
+
+    #[test]
+    fn an_episode_shows_each_replys_thinking_and_where_it_was_cut() {
+        let episode = json!({
+            "task_id": "PyBench/4", "status": "fail", "reason": "r",
+            "verdicts": {"faithful": {"status": "fail", "reason": "r"}, "fixed": {"status": "fail", "reason": "r"}},
+            "turns": 3, "end": "cut_while_thinking", "seconds": 1.0,
+            "cells": [{"turn": 2, "status": "pass", "reason": "ran", "seconds": 0.1,
+                       "output_bytes": 1, "observation_chars": 1}],
+        });
+        let trajectory = json!({"index": "4", "messages": [
+            {"role": "user", "content": "the query"},
+            {"role": "assistant", "content": "Let me look."},
+            {"role": "user", "content": "nothing ran"},
+            {"role": "assistant", "content": "```python\n1\n```", "thinking": "run it"},
+            {"role": "user", "content": "1"},
+            {"role": "assistant", "content": "", "thinking": "and then"},
+        ]});
+        let dir = run_dir(
+            Kind::PybenchRun,
+            &[
+                ("results.jsonl", format!("{episode}\n")),
+                ("trajectory.jsonl", format!("{trajectory}\n")),
+            ],
+        );
+        let run = RunSource::open(0, dir.path()).unwrap();
+        let detail = run.detail(4).unwrap().unwrap();
+        let thinking: Vec<&Value> = detail["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| &s["thinking"])
+            .collect();
+        assert_eq!(
+            thinking,
+            [
+                &Value::Null,
+                &json!({"text": "run it", "cut": false}),
+                &json!({"text": "and then", "cut": true}),
+            ]
         );
     }
 

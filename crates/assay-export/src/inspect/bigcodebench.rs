@@ -9,18 +9,20 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use assay_generate::prompt::{chat_message, completion_prompt, TEMPLATE_VERSION};
+use assay_models::{default_think_tags, part};
 use assay_records::{
     GenerationRecord, IsolationLevel, Kind, Manifest, OfficialStatus, SampleRecord, Status,
-    TestResult, TokenUsage, Unanswered,
+    TestResult, ThinkTag, TokenUsage, Unanswered,
 };
-use assay_report::{read_lines, read_numbered_lines, SourceError};
+use assay_report::{read_lines, read_numbered_lines, Answer, SourceError};
 use assay_tasks::bigcodebench::{Dataset, Split, Subset, Task, VERSIONS};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::log::{
-    ChatMessage, EvalDataset, EvalError, EvalPlanStep, EvalSample, GenerateConfig, ModelOutput,
-    ModelUsage, Role, SampleFacts as Facts, Score, StopReason, Verdict, CORRECT, INCORRECT, SCORER,
+    reasoning, ChatMessage, EvalDataset, EvalError, EvalPlanStep, EvalSample, GenerateConfig,
+    ModelOutput, ModelUsage, Role, SampleFacts as Facts, Score, StopReason, Verdict, CORRECT,
+    INCORRECT, SCORER,
 };
 use super::Benchmark;
 
@@ -94,15 +96,6 @@ struct Row {
     raw_solution: Option<String>,
 }
 
-/// One answer of a generation, as `generation.jsonl` recorded it.
-struct Answer<'a> {
-    raw: &'a str,
-    solution: &'a str,
-    finish_reason: Option<&'a str>,
-    /// The request's usage and latency, when the request gave this answer alone.
-    alone: Option<(&'a TokenUsage, f64)>,
-}
-
 /// The samples of the BigCodeBench run in `dir`, answered by `model`.
 pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Benchmark, SourceError> {
     let identity = &manifest.identity;
@@ -131,12 +124,17 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
         split: Split::named(identity.split.as_deref()),
         reference: identity.model.as_deref() == Some("reference"),
         dataset,
+        think_tags: identity
+            .reasoning
+            .as_ref()
+            .and_then(|r| r.think_tags.clone())
+            .unwrap_or_else(default_think_tags),
     };
 
     let rows: Vec<Row> = read_lines(&dir.join("samples.jsonl"))?;
     let mut records = records_of(&rows, &dir.join("results.jsonl"))?;
     let generation: Vec<GenerationRecord> = read_lines(&dir.join("generation.jsonl"))?;
-    let answers = answers(&generation, run.reference);
+    let answers = answers(&generation);
     let mut epochs: HashMap<&str, u32> = HashMap::new();
     let mut samples = Vec::new();
     for (index, row) in rows.iter().enumerate() {
@@ -213,6 +211,9 @@ struct Run<'a> {
     reference: bool,
     /// The dataset the run used, when it is still to be had.
     dataset: Option<Dataset>,
+    /// The tags the model's thinking was written between in its answers' text (what the
+    /// generation set apart, set apart again here so that the reply's text is its answer).
+    think_tags: Vec<ThinkTag>,
 }
 
 impl Run<'_> {
@@ -264,10 +265,10 @@ impl Run<'_> {
             }
             (None, None) => String::new(),
         };
-        let answer = answer.filter(|a| a.solution == code);
+        let answer = answer.filter(|a| a.solution() == code);
         let input = self.input(task);
         let said = answer
-            .map(|a| a.raw)
+            .map(|a| a.raw())
             .or(row.raw_solution.as_deref())
             .unwrap_or(&code);
         let said = match self.manifest.identity.direct_completion {
@@ -275,16 +276,27 @@ impl Run<'_> {
             Some(true) => said.strip_prefix(input.as_str()).unwrap_or(said),
             _ => said,
         };
-        let assistant = ChatMessage::generated(self.model, said);
+        // A reply that thought: its thinking as Inspect's reasoning, its text the answer
+        // without the thinking the text held.
+        let assistant = match answer.and_then(|a| a.thinking()) {
+            Some(thinking) => {
+                ChatMessage::generated(self.model, part(said, &self.think_tags).answer)
+                    .with_reasoning(reasoning(&thinking.text, thinking.redacted))
+            }
+            None => ChatMessage::generated(self.model, said),
+        };
         let mut output = ModelOutput::answer(
             assistant.clone(),
-            StopReason::of(answer.and_then(|a| a.finish_reason)),
+            StopReason::of(answer.and_then(|a| a.finish_reason())),
         );
         let mut model_usage = BTreeMap::new();
-        if let Some((usage, seconds)) = answer.and_then(|a| a.alone) {
-            output.usage = Some(ModelUsage::from(usage));
-            output.time = Some(seconds);
-            model_usage.insert(self.model.to_string(), ModelUsage::from(usage));
+        // The request's usage and latency are this sample's when the request gave it alone
+        // (the reference solutions are recorded as answers, but no request was made for them).
+        let alone = answer.filter(|a| a.request.raw.len() == 1 && !self.reference);
+        if let Some(request) = alone.map(|a| a.request) {
+            output.usage = Some(ModelUsage::from(&request.usage));
+            output.time = Some(request.latency_seconds);
+            model_usage.insert(self.model.to_string(), ModelUsage::from(&request.usage));
         }
         let mut messages = Vec::new();
         if !input.is_empty() {
@@ -392,20 +404,13 @@ fn records_of(rows: &[Row], path: &Path) -> Result<HashMap<usize, SampleRecord>,
 
 /// Each task's answers in the order `generation.jsonl` has them, which is the order
 /// `samples.jsonl` has them in too.
-fn answers(generation: &[GenerationRecord], reference: bool) -> HashMap<&str, Vec<Answer<'_>>> {
+fn answers(generation: &[GenerationRecord]) -> HashMap<&str, Vec<Answer<'_>>> {
     let mut answers: HashMap<&str, Vec<Answer>> = HashMap::new();
-    for request in generation.iter().filter(|r| r.error.is_none()) {
-        // The reference solutions are recorded as answers, but no request was made for them.
-        let alone = (request.raw.len() == 1 && !reference)
-            .then_some((&request.usage, request.latency_seconds));
-        for (i, (raw, solution)) in request.raw.iter().zip(&request.solutions).enumerate() {
-            answers.entry(&request.task_id).or_default().push(Answer {
-                raw,
-                solution,
-                finish_reason: request.finish_reasons.get(i).and_then(|r| r.as_deref()),
-                alone,
-            });
-        }
+    for answer in assay_report::answers(generation) {
+        answers
+            .entry(&answer.request.task_id)
+            .or_default()
+            .push(answer);
     }
     answers
 }

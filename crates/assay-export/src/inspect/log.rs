@@ -240,10 +240,14 @@ pub struct EvalStats {
 pub struct ModelUsage {
     /// Prompt tokens.
     pub input_tokens: u64,
-    /// Completion tokens.
+    /// Completion tokens (thinking included, as providers bill it).
     pub output_tokens: u64,
     /// Their sum.
     pub total_tokens: u64,
+    /// Of the completion tokens, those spent thinking, where the provider said (Inspect's
+    /// `None` where it did not: a 0 would claim the model did not think).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl From<&assay_records::TokenUsage> for ModelUsage {
@@ -252,6 +256,7 @@ impl From<&assay_records::TokenUsage> for ModelUsage {
             input_tokens: usage.prompt_tokens,
             output_tokens: usage.completion_tokens,
             total_tokens: usage.prompt_tokens + usage.completion_tokens,
+            reasoning_tokens: Some(usage.reasoning_tokens).filter(|n| *n > 0),
         }
     }
 }
@@ -293,8 +298,8 @@ pub struct EvalSample {
 /// A chat message of any role (Inspect tells them apart by `role`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatMessage {
-    /// The text.
-    pub content: String,
+    /// The text; a reply that came with thinking has it apart, before the text.
+    pub content: Content,
     /// `input` for what the task gave, `generate` for what the model wrote; none for the
     /// interpreter's observations.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -310,7 +315,7 @@ impl ChatMessage {
     /// What the task gave, as `role`.
     pub fn input(role: Role, content: impl Into<String>) -> ChatMessage {
         ChatMessage {
-            content: content.into(),
+            content: Content::Text(content.into()),
             source: Some("input"),
             role,
             model: None,
@@ -320,12 +325,82 @@ impl ChatMessage {
     /// What `model` wrote.
     pub fn generated(model: &str, content: impl Into<String>) -> ChatMessage {
         ChatMessage {
-            content: content.into(),
+            content: Content::Text(content.into()),
             source: Some("generate"),
             role: Role::Assistant,
             model: Some(model.to_string()),
         }
     }
+
+    /// The message with `reasoning` before its text, where Inspect keeps what a model thought
+    /// before it replied; unchanged when there is none.
+    pub fn with_reasoning(mut self, reasoning: Vec<ContentItem>) -> ChatMessage {
+        if reasoning.is_empty() {
+            return self;
+        }
+        let text = ContentItem::Text {
+            text: self.text().to_string(),
+        };
+        self.content = Content::Items(reasoning.into_iter().chain([text]).collect());
+        self
+    }
+
+    /// The message's text, without its reasoning.
+    pub fn text(&self) -> &str {
+        match &self.content {
+            Content::Text(text) => text,
+            Content::Items(items) => items
+                .iter()
+                .find_map(|item| match item {
+                    ContentItem::Text { text } => Some(text.as_str()),
+                    ContentItem::Reasoning { .. } => None,
+                })
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// A message's content: its text alone (every message without thinking, as Inspect writes
+/// them), or Inspect's content items.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Content {
+    /// The text.
+    Text(String),
+    /// The reasoning, then the text.
+    Items(Vec<ContentItem>),
+}
+
+/// One of a message's content items: Inspect's `ContentReasoning` and `ContentText`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum ContentItem {
+    /// What the model thought before its reply.
+    Reasoning {
+        /// The thinking's text (empty for a redacted block: assay keeps no encrypted payload).
+        reasoning: String,
+        /// The provider returned the block encrypted.
+        redacted: bool,
+    },
+    /// The reply's text.
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+/// The reasoning items of a reply that thought `text`, with `redacted` blocks the provider
+/// returned encrypted (each its own item, as Inspect keeps them); none for empty thinking.
+pub fn reasoning(text: &str, redacted: usize) -> Vec<ContentItem> {
+    let thought = (!text.is_empty()).then(|| ContentItem::Reasoning {
+        reasoning: text.to_string(),
+        redacted: false,
+    });
+    let encrypted = (0..redacted).map(|_| ContentItem::Reasoning {
+        reasoning: String::new(),
+        redacted: true,
+    });
+    thought.into_iter().chain(encrypted).collect()
 }
 
 /// A message's role.
@@ -362,7 +437,7 @@ impl ModelOutput {
     pub fn answer(message: ChatMessage, stop_reason: StopReason) -> ModelOutput {
         ModelOutput {
             model: message.model.clone().unwrap_or_default(),
-            completion: message.content.clone(),
+            completion: message.text().to_string(),
             choices: vec![Choice {
                 message,
                 stop_reason,

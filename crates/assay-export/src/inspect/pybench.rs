@@ -19,8 +19,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::log::{
-    ChatMessage, EvalDataset, EvalError, EvalPlanStep, EvalSample, GenerateConfig, ModelOutput,
-    ModelUsage, Role, SampleFacts, Score, StopReason, Verdict, CORRECT, INCORRECT, SCORER,
+    reasoning, ChatMessage, Content, EvalDataset, EvalError, EvalPlanStep, EvalSample,
+    GenerateConfig, ModelOutput, ModelUsage, Role, SampleFacts, Score, StopReason, Verdict,
+    CORRECT, INCORRECT, SCORER,
 };
 use super::Benchmark;
 
@@ -129,8 +130,14 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
             .map(|t| conversation(&t.messages, model))
             .unwrap_or_default();
         let last = messages.iter().rev().find(|m| m.role == Role::Assistant);
+        // The token limit ended a reply cut off inside its thinking; other replies' ends are
+        // not recorded.
+        let stop = match episode.end {
+            EpisodeEnd::CutWhileThinking => StopReason::MaxTokens,
+            _ => StopReason::Unknown,
+        };
         let output = match last {
-            Some(reply) => ModelOutput::answer(reply.clone(), StopReason::Unknown),
+            Some(reply) => ModelOutput::answer(reply.clone(), stop),
             None => ModelOutput {
                 model: model.to_string(),
                 ..ModelOutput::default()
@@ -199,8 +206,9 @@ pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Bench
 }
 
 /// Upstream's messages as Inspect's: the system prompt and the opening user messages (the
-/// `[INFO]` file message, the query) are the task's input, replies are the model's, and what
-/// comes back after the first reply is the interpreter's, as user messages.
+/// `[INFO]` file message, the query) are the task's input, replies are the model's (what it
+/// thought before one, Inspect's reasoning before its text), and what comes back after the
+/// first reply is the interpreter's, as user messages.
 fn conversation(messages: &[assay_records::Message], model: &str) -> Vec<ChatMessage> {
     let mut replied = false;
     messages
@@ -208,12 +216,14 @@ fn conversation(messages: &[assay_records::Message], model: &str) -> Vec<ChatMes
         .map(|message| match message.role.as_str() {
             "assistant" => {
                 replied = true;
+                let thought = message.thinking.as_deref().unwrap_or_default();
                 ChatMessage::generated(model, message.content.clone())
+                    .with_reasoning(reasoning(thought, 0))
             }
             "system" => ChatMessage::input(Role::System, message.content.clone()),
             _ if !replied => ChatMessage::input(Role::User, message.content.clone()),
             _ => ChatMessage {
-                content: message.content.clone(),
+                content: Content::Text(message.content.clone()),
                 source: None,
                 role: Role::User,
                 model: None,

@@ -8,7 +8,7 @@ use assay_records::{Identity, Kind, Manifest};
 use serde_json::{json, Value};
 
 use super::export;
-use super::log::EvalStatus;
+use super::log::{Content, EvalStatus};
 
 fn write_run(
     dir: &Path,
@@ -110,7 +110,7 @@ fn an_eval_directory_has_no_generation_and_its_infra_sample_is_an_error_not_a_fa
     );
     assert_eq!(
         passed.messages[1].content,
-        "def task_func(directory):\n    pass"
+        Content::Text("def task_func(directory):\n    pass".into())
     );
     assert_eq!(passed.output.usage, None);
     assert!(passed.model_usage.is_empty());
@@ -365,4 +365,166 @@ fn a_pybench_evaluation_reads_its_conversations_from_the_trajectories_it_judged(
         "{:?}",
         changed.warnings
     );
+}
+
+/// A generation request for `task` that gave the answers `raw` (solutions `solution`), with
+/// `thinking` per answer and `reasoning_tokens` of its completion tokens.
+fn request(task: &str, raw: &[&str], thinking: Value, reasoning_tokens: u64) -> Value {
+    json!({
+        "task_id": task, "raw": raw, "solutions": vec!["def task_func(): pass"; raw.len()],
+        "finish_reasons": vec!["stop"; raw.len()],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 50, "reasoning_tokens": reasoning_tokens},
+        "latency_seconds": 2.0, "attempts": 1, "wanted": raw.len(), "thinking": thinking,
+    })
+}
+
+#[test]
+fn a_bigcodebench_answer_that_thought_has_its_reasoning_before_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let identity = Identity {
+        model: Some("openai:qwen3".into()),
+        ..hard_eval()
+    };
+    let solution = json!({"task_id": "BigCodeBench/19", "solution": "def task_func(): pass"});
+    let other = json!({"task_id": "BigCodeBench/120", "solution": "def task_func(): pass"});
+    write_run(
+        dir.path(),
+        Kind::BigcodebenchRun,
+        identity,
+        None,
+        &[
+            (
+                "samples.jsonl",
+                vec![solution.clone(), solution, other.clone(), other],
+            ),
+            (
+                "results.jsonl",
+                vec![
+                    record(0, "BigCodeBench/19", "pass"),
+                    record(1, "BigCodeBench/19", "pass"),
+                    record(2, "BigCodeBench/120", "pass"),
+                    record(3, "BigCodeBench/120", "pass"),
+                ],
+            ),
+            (
+                "generation.jsonl",
+                vec![
+                    // Thinking written into the text, then thinking returned beside the answer
+                    // with a block the provider encrypted.
+                    request(
+                        "BigCodeBench/19",
+                        &["<think>try <b>x</b></think>\nIt is done."],
+                        json!([{"source": "text", "text": "try <b>x</b>"}]),
+                        40,
+                    ),
+                    request(
+                        "BigCodeBench/19",
+                        &["Done again."],
+                        json!([{"source": "field", "text": "again", "redacted": 1}]),
+                        0,
+                    ),
+                    // Two answers at once, neither of which thought.
+                    request("BigCodeBench/120", &["plain", "plain too"], json!([]), 0),
+                ],
+            ),
+        ],
+    );
+    let log = export(dir.path()).unwrap().log;
+    let json = serde_json::to_value(&log).unwrap();
+    let reply = |i: usize| json["samples"][i]["messages"][1]["content"].clone();
+    assert_eq!(
+        reply(0),
+        json!([
+            {"type": "reasoning", "reasoning": "try <b>x</b>", "redacted": false},
+            {"type": "text", "text": "It is done."},
+        ])
+    );
+    assert_eq!(
+        reply(1),
+        json!([
+            {"type": "reasoning", "reasoning": "again", "redacted": false},
+            {"type": "reasoning", "reasoning": "", "redacted": true},
+            {"type": "text", "text": "Done again."},
+        ])
+    );
+    assert_eq!(reply(2), "plain", "without thinking, the text alone");
+    let first = &json["samples"][0];
+    assert_eq!(first["output"]["completion"], "It is done.");
+    assert_eq!(
+        first["output"]["choices"][0]["message"]["content"],
+        reply(0)
+    );
+    assert_eq!(first["output"]["usage"]["reasoning_tokens"], 40);
+    assert_eq!(first["model_usage"]["openai/qwen3"]["reasoning_tokens"], 40);
+    // A request that reported no reasoning tokens says none, not 0.
+    assert!(json["samples"][1]["output"]["usage"]
+        .get("reasoning_tokens")
+        .is_none());
+    assert_eq!(
+        json["stats"]["model_usage"]["openai/qwen3"]["reasoning_tokens"],
+        40
+    );
+}
+
+#[test]
+fn a_pybench_reply_that_thought_has_its_reasoning_and_a_cut_one_stopped_at_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let identity = Identity {
+        benchmark: Some("pybench".into()),
+        model: Some("openai:qwen3".into()),
+        checks: Some("faithful".into()),
+        protocol: Some("markdown".into()),
+        ..Identity::default()
+    };
+    let episode = json!({
+        "task_id": "PyBench/3", "status": "fail", "reason": "no answer",
+        "verdicts": {"faithful": {"status": "fail", "reason": "f"}, "fixed": {"status": "fail", "reason": "x"}},
+        "turns": 2, "end": "cut_while_thinking", "seconds": 1.5,
+        "tokens": {"prompt_tokens": 30, "completion_tokens": 20, "reasoning_tokens": 15},
+    });
+    let trajectory = json!({
+        "messages": [
+            {"role": "system", "content": "You are an AI Agent"},
+            {"role": "user", "content": "Dedup it"},
+            {"role": "assistant", "content": "```python\nprint(1)\n```", "thinking": "print first"},
+            {"role": "user", "content": "[INFO]This is a Code Interpreter Message:\n1"},
+            {"role": "assistant", "content": "", "thinking": "now <script>"},
+        ],
+        "index": "3",
+        "user": "Dedup it",
+    });
+    write_run(
+        dir.path(),
+        Kind::PybenchRun,
+        identity,
+        None,
+        &[
+            ("results.jsonl", vec![episode]),
+            ("trajectory.jsonl", vec![trajectory]),
+        ],
+    );
+    let log = export(dir.path()).unwrap().log;
+    let json = serde_json::to_value(&log).unwrap();
+    let sample = &json["samples"][0];
+    let messages = sample["messages"].as_array().unwrap();
+    assert_eq!(messages[1]["content"], "Dedup it");
+    assert_eq!(
+        messages[2]["content"],
+        json!([
+            {"type": "reasoning", "reasoning": "print first", "redacted": false},
+            {"type": "text", "text": "```python\nprint(1)\n```"},
+        ])
+    );
+    assert_eq!(messages[4]["content"][0]["reasoning"], "now <script>");
+    assert_eq!(
+        messages[4]["content"][1],
+        json!({"type": "text", "text": ""})
+    );
+    assert_eq!(sample["output"]["completion"], "");
+    assert_eq!(sample["output"]["choices"][0]["stop_reason"], "max_tokens");
+    assert_eq!(
+        sample["model_usage"]["openai/qwen3"]["reasoning_tokens"],
+        15
+    );
+    assert_eq!(sample["metadata"]["end"], "cut_while_thinking");
 }
