@@ -11,8 +11,7 @@ mod mock;
 use std::path::Path;
 use std::process::Output;
 
-use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::{assay_command, lines, pybench_data, pybench_env, read_json, text};
+use common::{asked_about, assay_command, hard, lines, pybench_data, pybench_env, read_json, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -25,21 +24,6 @@ const REASONING: &str = "BigCodeBench/123";
 
 /// A draft with code of its own, which would be judged (and fail) if taken for the answer.
 const DRAFT: &str = "First a draft:\n```python\ndef task_func(*args, **kwargs):\n    raise NotImplementedError('draft')\n```\nNo, better:";
-
-fn hard() -> Dataset {
-    Dataset::embedded("v0.1.4", Subset::Hard).unwrap()
-}
-
-/// The task a chat request is about, found by its prompt in the user message.
-fn asked_about(body: &Value) -> String {
-    let message = body["messages"][0]["content"].as_str().unwrap_or_default();
-    hard()
-        .tasks
-        .iter()
-        .find(|t| message.contains(t.complete_prompt.trim()))
-        .map(|t| t.task_id.clone())
-        .unwrap_or_default()
-}
 
 /// The reference solution as a model writes it: in a fenced block.
 fn answer(task: &str) -> String {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use assay_generate::prompt;
-use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::{assay_command, lines, read_json, text};
+use assay_tasks::bigcodebench::Task;
+use common::{asked_about, assay_command, hard, lines, read_json, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -29,23 +29,8 @@ const LEAKS: &str = "BigCodeBench/161";
 /// What `assay run` needs to evaluate in the small environment.
 const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];
 
-fn hard() -> Dataset {
-    Dataset::embedded("v0.1.4", Subset::Hard).unwrap()
-}
-
 fn task(id: &str) -> Task {
     hard().get(id).unwrap().clone()
-}
-
-/// The task a chat request is about, found by its prompt in the user message.
-fn asked_about(body: &Value) -> String {
-    let message = body["messages"][0]["content"].as_str().unwrap_or_default();
-    hard()
-        .tasks
-        .iter()
-        .find(|t| message.contains(t.complete_prompt.trim()))
-        .map(|t| t.task_id.clone())
-        .unwrap_or_default()
 }
 
 fn assay(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {

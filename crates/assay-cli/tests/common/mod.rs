@@ -120,6 +120,23 @@ pub fn pybench_data() -> PathBuf {
 }
 
 /// A JSON file, read (a panic names the file).
+/// BigCodeBench-Hard as embedded (v0.1.4).
+pub fn hard() -> Dataset {
+    Dataset::embedded("v0.1.4", Subset::Hard).unwrap()
+}
+
+/// The Hard task a chat request is about, found by its prompt in the first message ("" when
+/// none is).
+pub fn asked_about(body: &Value) -> String {
+    let message = body["messages"][0]["content"].as_str().unwrap_or_default();
+    hard()
+        .tasks
+        .iter()
+        .find(|t| message.contains(t.complete_prompt.trim()))
+        .map(|t| t.task_id.clone())
+        .unwrap_or_default()
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     let content =
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
