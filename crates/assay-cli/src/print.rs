@@ -195,7 +195,7 @@ pub fn generation(outcome: &GenerationOutcome) {
         t.retried_requests,
         t.usage.prompt_tokens,
         t.usage.completion_tokens,
-        reasoning(&t.usage),
+        reasoning(&t.usage, t.reasoning_cost_usd),
         cost(t.cost_usd),
         t.latency_mean_seconds,
         t.latency_max_seconds,
@@ -237,11 +237,12 @@ pub fn generation(outcome: &GenerationOutcome) {
     }
 }
 
-/// The part of the completion tokens spent thinking, where the provider said.
-fn reasoning(usage: &TokenUsage) -> String {
+/// The part of the completion tokens spent thinking, where the provider said, and what it
+/// cost.
+fn reasoning(usage: &TokenUsage, cost_usd: Option<f64>) -> String {
     match usage.reasoning_tokens {
         0 => String::new(),
-        n => format!(" (of which {n} reasoning)"),
+        n => format!(" (of which {n} reasoning{})", cost(cost_usd)),
     }
 }
 
@@ -329,7 +330,7 @@ pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
         summary.average_turns_raw,
         summary.tokens.prompt_tokens,
         summary.tokens.completion_tokens,
-        reasoning(&summary.tokens),
+        reasoning(&summary.tokens, summary.reasoning_cost_usd),
         cost(summary.cost_usd),
         summary.wall_seconds
     );

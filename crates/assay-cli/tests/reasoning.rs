@@ -108,7 +108,18 @@ fn bigcodebench_judges_the_answer_never_the_thinking() {
         args.extend_from_slice(rest);
         assay(&args, dir.path())
     };
-    let thought = run(&thinking, "thinking", &["--reasoning-effort", "medium"]);
+    let thought = run(
+        &thinking,
+        "thinking",
+        &[
+            "--reasoning-effort",
+            "medium",
+            "--price-in",
+            "1",
+            "--price-out",
+            "10",
+        ],
+    );
     let stdout = text(&thought.stdout);
     assert!(
         thought.status.success(),
@@ -192,11 +203,16 @@ fn bigcodebench_judges_the_answer_never_the_thinking() {
     assert_eq!(totals["cut_while_thinking"], 1);
     assert_eq!(totals["cut_short"], 1);
     assert_eq!(totals["usage"]["reasoning_tokens"], 200);
+    let reasoning_cost = totals["reasoning_cost_usd"].as_f64().unwrap();
+    assert!(
+        (reasoning_cost - 200.0 * 10.0 / 1e6).abs() < 1e-12,
+        "{totals}"
+    );
     assert_eq!(
         read_json(&out.join("summary.json"))["tokens"]["reasoning_tokens"],
         200
     );
-    assert!(stdout.contains("(of which 200 reasoning)"), "{stdout}");
+    assert!(stdout.contains("(of which 200 reasoning, $"), "{stdout}");
     assert!(
         stdout.contains(
             "5 answers came with thinking, set apart from what is judged; 1 ended inside it"

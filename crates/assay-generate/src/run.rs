@@ -557,5 +557,6 @@ pub fn totals(records: &[GenerationRecord], prices: Option<&Prices>) -> Generati
         totals.latency_mean_seconds = latency / totals.requests as f64;
     }
     totals.cost_usd = prices.map(|p| p.cost(&totals.usage));
+    totals.reasoning_cost_usd = prices.and_then(|p| p.reasoning_cost(&totals.usage));
     totals
 }

@@ -217,6 +217,10 @@ pub struct PybenchSummary {
     /// `--price-out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Of `cost_usd`, what the reasoning tokens cost; absent without prices or reasoning
+    /// tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_cost_usd: Option<f64>,
     /// Task id → why it is `infra`.
     pub infra: std::collections::BTreeMap<String, String>,
     /// Task id → what the model's server said when the conversation outgrew its context

@@ -93,6 +93,13 @@ impl Prices {
             + usage.completion_tokens as f64 * self.completion_usd_per_million)
             / 1e6
     }
+
+    /// What the thinking in `usage` cost, as completion tokens, in US dollars; none when the
+    /// provider counted no reasoning tokens.
+    pub fn reasoning_cost(&self, usage: &TokenUsage) -> Option<f64> {
+        (usage.reasoning_tokens > 0)
+            .then(|| usage.reasoning_tokens as f64 * self.completion_usd_per_million / 1e6)
+    }
 }
 
 /// One line of `generation.jsonl`: a request that was answered, or failed for good.
@@ -239,6 +246,10 @@ pub struct GenerationTotals {
     /// What `usage` cost in US dollars, at the prices given (`--price-in`, `--price-out`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Of `cost_usd`, what the reasoning tokens cost; absent without prices or reasoning
+    /// tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_cost_usd: Option<f64>,
 }
 
 /// What a generation came to.
@@ -269,5 +280,11 @@ mod tests {
         };
         assert!((prices.cost(&usage) - 3.3).abs() < 1e-12);
         assert_eq!(prices.cost(&TokenUsage::default()), 0.0);
+        let thinking = TokenUsage {
+            reasoning_tokens: 20_000,
+            ..usage
+        };
+        assert!((prices.reasoning_cost(&thinking).unwrap() - 0.2).abs() < 1e-12);
+        assert_eq!(prices.reasoning_cost(&usage), None);
     }
 }

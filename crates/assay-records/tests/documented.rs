@@ -162,6 +162,7 @@ fn pybench_summary() -> PybenchSummary {
         average_turns_raw: 1.0,
         tokens: TokenUsage::default(),
         cost_usd: Some(0.0),
+        reasoning_cost_usd: Some(0.0),
         infra: BTreeMap::new(),
         context_full: BTreeMap::from([("PyBench/85".into(), "HTTP 400: too long".into())]),
         cut_while_thinking: vec!["PyBench/3".into()],
@@ -281,6 +282,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         context,
         thinking: 1,
         cut_while_thinking: 1,
+        reasoning_cost_usd: Some(0.0),
         ..GenerationTotals::default()
     };
     let outcome = GenerationOutcome {

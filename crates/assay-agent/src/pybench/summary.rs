@@ -53,6 +53,7 @@ pub fn summarize(
         fixed: figures(records, |v| v.fixed.status),
         average_turns_raw: mean(judged.iter().map(|r| f64::from(r.turns))),
         cost_usd: prices.map(|p| p.cost(&tokens)),
+        reasoning_cost_usd: prices.and_then(|p| p.reasoning_cost(&tokens)),
         tokens,
         infra,
         context_full,
