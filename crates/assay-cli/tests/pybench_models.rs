@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{assay_command, lines, pybench_data, pybench_env, read_json, text};
+// Task 3 dedups a CSV into ./output/3.csv; task 7's check wants the region counts in the
+// final answer.
+use common::PYBENCH_DEDUP as DEDUP;
+use common::{assay_command, lines, pybench_data, pybench_env, read_json, run_pybench, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -31,25 +34,16 @@ fn assay(args: &[&str], dir: &Path) -> Output {
 /// `assay run pybench --model openai:mock` against `server` on the shared data, for `tasks`,
 /// into `out`, with `rest`.
 fn run_mock(server: &MockServer, tasks: &str, out: &Path, rest: &[&str], dir: &Path) -> Output {
-    let data = pybench_data().display().to_string();
-    let base = server.openai_base();
-    let out = out.display().to_string();
-    let mut args = vec![
-        "run",
-        "pybench",
-        "--model",
+    let key = ("OPENAI_API_KEY", KEY);
+    run_pybench(
         "openai:mock",
-        "--base-url",
-        &base,
-        "--data",
-        &data,
-        "--tasks",
+        &server.openai_base(),
         tasks,
-        "--out",
-        &out,
-    ];
-    args.extend_from_slice(rest);
-    assay(&args, dir)
+        out,
+        rest,
+        key,
+        dir,
+    )
 }
 
 /// The query of a request: the third message (system, [INFO], query).
@@ -59,10 +53,6 @@ fn query(body: &Value) -> String {
         .unwrap_or_default()
         .to_string()
 }
-
-/// Task 3 dedups a CSV into ./output/3.csv; task 7's check wants the region counts in the
-/// final answer.
-const DEDUP: &str = "import pandas as pd\ndf = pd.read_csv('./data/Week 40 - US Christmas Tree Sales - 2010 to 2016.csv')\ndf.drop_duplicates().to_csv('./output/3.csv', index=False)\nprint('rows', len(df))";
 
 #[test]
 fn a_model_drives_episodes_through_markdown_replies() {

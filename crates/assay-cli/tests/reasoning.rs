@@ -11,7 +11,8 @@ mod mock;
 use std::path::Path;
 use std::process::Output;
 
-use common::{asked_about, assay_command, hard, lines, pybench_data, pybench_env, read_json, text};
+use common::PYBENCH_DEDUP as DEDUP;
+use common::{asked_about, assay_command, hard, lines, read_json, run_pybench, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -328,33 +329,9 @@ fn bad_reasoning_settings_are_named_before_anything_is_asked() {
 /// `assay run pybench --model MODEL --base-url BASE` on the shared data for `tasks`, into
 /// `out`, with `rest`.
 fn pybench(model: &str, base: &str, tasks: &str, out: &Path, rest: &[&str], dir: &Path) -> Output {
-    pybench_env();
-    let data = pybench_data().display().to_string();
-    let out = out.display().to_string();
-    let mut args = vec![
-        "run",
-        "pybench",
-        "--model",
-        model,
-        "--base-url",
-        base,
-        "--data",
-        &data,
-        "--tasks",
-        tasks,
-        "--out",
-        &out,
-    ];
-    args.extend_from_slice(rest);
-    assay_command(dir)
-        .args(&args)
-        .env("ANTHROPIC_API_KEY", "sk-pybench-test")
-        .output()
-        .expect("run assay")
+    let key = ("ANTHROPIC_API_KEY", "sk-pybench-test");
+    run_pybench(model, base, tasks, out, rest, key, dir)
 }
-
-/// Task 3 dedups a CSV into ./output/3.csv.
-const DEDUP: &str = "import pandas as pd\ndf = pd.read_csv('./data/Week 40 - US Christmas Tree Sales - 2010 to 2016.csv')\ndf.drop_duplicates().to_csv('./output/3.csv', index=False)\nprint('rows', len(df))";
 /// Code a draft holds: run, it would leave nothing behind.
 const DRAFT_CELL: &str = "```python\nraise SystemExit('the draft ran')\n```";
 

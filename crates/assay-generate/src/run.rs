@@ -419,7 +419,6 @@ async fn answer(
     .await
     .map_err(|e| GenerateError::Sanitize(e.to_string()))?;
     let solutions = solutions.map_err(|e| GenerateError::Sanitize(e.to_string()))?;
-    let thought = reply.thinking.iter().any(Option::is_some);
     Ok(GenerationRecord {
         task_id: task.task_id.clone(),
         raw,
@@ -431,7 +430,7 @@ async fn answer(
         error: None,
         wanted: need,
         context,
-        thinking: if thought { reply.thinking } else { Vec::new() },
+        thinking: reply.thinking,
     })
 }
 

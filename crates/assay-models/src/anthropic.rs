@@ -96,21 +96,10 @@ fn messages(chat: &Conversation) -> Vec<Value> {
 
 #[derive(Deserialize)]
 struct Message {
-    content: Vec<Block>,
+    /// The blocks whole, whatever fields they carry: thinking blocks go back as they came.
+    content: Vec<Value>,
     stop_reason: Option<String>,
     usage: Option<WireUsage>,
-}
-
-#[derive(Deserialize)]
-struct Block {
-    #[serde(rename = "type")]
-    kind: String,
-    text: Option<String>,
-    /// A `thinking` block's text.
-    thinking: Option<String>,
-    id: Option<String>,
-    name: Option<String>,
-    input: Option<Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -124,43 +113,34 @@ struct WireUsage {
 /// beside it, its blocks kept as they came to be sent back.
 pub(crate) fn parse_message(body: &[u8]) -> Result<Generation, String> {
     let message: Message = decode(body)?;
-    // The blocks whole, whatever fields they carry, as the API wants them back.
-    let raw: Value = decode(body)?;
-    let thinking_blocks: Vec<Value> = raw["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let of = |kind: &'static str| {
+        message
+            .content
+            .iter()
+            .filter(move |block| block["type"].as_str() == Some(kind))
+    };
+    // In the order they came, as the API wants them back.
+    let thinking_blocks: Vec<Value> = message
+        .content
+        .iter()
         .filter(|b| matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
         .cloned()
         .collect();
-    let thought: Vec<&str> = message
-        .content
-        .iter()
-        .filter(|block| block.kind == "thinking")
-        .filter_map(|block| block.thinking.as_deref())
+    let thought: Vec<&str> = of("thinking")
+        .filter_map(|block| block["thinking"].as_str())
         .collect();
-    let redacted = message
-        .content
-        .iter()
-        .filter(|block| block.kind == "redacted_thinking")
-        .count();
-    let text = message
-        .content
-        .iter()
-        .filter(|block| block.kind == "text")
-        .filter_map(|block| block.text.as_deref())
-        .collect::<String>();
-    let calls = message
-        .content
-        .iter()
-        .filter(|block| block.kind == "tool_use")
+    let redacted = of("redacted_thinking").count();
+    let text: String = of("text")
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    let calls = of("tool_use")
         .map(|block| ToolCall {
-            id: block.id.clone().unwrap_or_default(),
-            name: block.name.clone().unwrap_or_default(),
-            arguments: block
-                .input
-                .as_ref()
-                .map_or_else(|| "{}".to_string(), Value::to_string),
+            id: block["id"].as_str().unwrap_or_default().to_string(),
+            name: block["name"].as_str().unwrap_or_default().to_string(),
+            arguments: match &block["input"] {
+                Value::Null => "{}".to_string(),
+                input => input.to_string(),
+            },
         })
         .collect();
     let usage = message.usage.unwrap_or_default();

@@ -206,7 +206,7 @@ impl ModelSettings {
             access: access(base_url),
             direct_completion: self.direct_completion,
             serve: self.serve.clone(),
-            reasoning: (!self.reasoning.is_default()).then(|| self.reasoning.clone()),
+            reasoning: self.reasoning.in_identity(),
         })
     }
 }

@@ -284,10 +284,8 @@ pub async fn pybench(
     let data = load_tasks(&request.data, &request.tasks, request.shard)?;
     // Everything that can be wrong with the input is found before anything runs.
     let reasoning = match &request.source {
-        Source::Episodes { access, .. } if !access.reasoning.is_default() => {
-            Some(access.reasoning.clone())
-        }
-        _ => None,
+        Source::Episodes { access, .. } => access.reasoning.in_identity(),
+        Source::Recorded { .. } => None,
     };
     let (kind, model, recorded, identity_model, protocol, settings) = match &request.source {
         Source::Episodes {

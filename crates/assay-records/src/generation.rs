@@ -69,6 +69,10 @@ fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
 
+fn no_thinking(thinking: &[Option<Thinking>]) -> bool {
+    thinking.iter().all(Option::is_none)
+}
+
 impl std::ops::AddAssign<&TokenUsage> for TokenUsage {
     fn add_assign(&mut self, other: &TokenUsage) {
         self.prompt_tokens += other.prompt_tokens;
@@ -130,9 +134,10 @@ pub struct GenerationRecord {
     /// not fit it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextLimit>,
-    /// Per text, the thinking it came with (returned beside it, or set apart from it); empty
-    /// when no answer of the request thought. `solutions` never hold it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Per text, the thinking it came with (returned beside it, or set apart from it); not
+    /// written when no answer of the request thought (read back empty then). `solutions`
+    /// never hold it.
+    #[serde(default, skip_serializing_if = "no_thinking")]
     pub thinking: Vec<Option<Thinking>>,
 }
 

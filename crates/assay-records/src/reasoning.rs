@@ -95,10 +95,15 @@ pub struct ReasoningSettings {
 }
 
 impl ReasoningSettings {
-    /// Whether nothing is asked beyond the defaults (then a run's identity leaves it out, as
-    /// before there were reasoning settings).
+    /// Whether nothing is asked beyond the defaults.
     pub fn is_default(&self) -> bool {
         *self == ReasoningSettings::default()
+    }
+
+    /// The settings as a run's identity has them: absent at the defaults, as before there
+    /// were reasoning settings, so that earlier runs resume.
+    pub fn in_identity(&self) -> Option<ReasoningSettings> {
+        (!self.is_default()).then(|| self.clone())
     }
 }
 

@@ -82,9 +82,7 @@ impl ChatAgent {
                     .map(|c| c.arguments.clone())
                     .collect();
                 record.finish_reasons = r.finish_reasons.clone();
-                if r.thinking.iter().any(Option::is_some) {
-                    record.thinking = r.thinking.clone();
-                }
+                record.thinking = r.thinking.clone();
                 record.usage = r.usage.clone();
                 record.latency_seconds = r.latency.as_secs_f64();
                 record.attempts = r.attempts;

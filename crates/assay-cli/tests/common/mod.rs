@@ -137,6 +137,46 @@ pub fn asked_about(body: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// PyBench task 3's answer: it dedups the CSV into ./output/3.csv.
+pub const PYBENCH_DEDUP: &str = "import pandas as pd\ndf = pd.read_csv('./data/Week 40 - US Christmas Tree Sales - 2010 to 2016.csv')\ndf.drop_duplicates().to_csv('./output/3.csv', index=False)\nprint('rows', len(df))";
+
+/// `assay run pybench --model MODEL --base-url BASE` on the shared data for `tasks`, into
+/// `out`, with `rest`, the provider's key (`key`: variable and value) in its environment; the
+/// `pybench` environment is set up first.
+pub fn run_pybench(
+    model: &str,
+    base: &str,
+    tasks: &str,
+    out: &Path,
+    rest: &[&str],
+    key: (&str, &str),
+    dir: &Path,
+) -> Output {
+    pybench_env();
+    let data = pybench_data().display().to_string();
+    let out = out.display().to_string();
+    let mut args = vec![
+        "run",
+        "pybench",
+        "--model",
+        model,
+        "--base-url",
+        base,
+        "--data",
+        &data,
+        "--tasks",
+        tasks,
+        "--out",
+        &out,
+    ];
+    args.extend_from_slice(rest);
+    assay_command(dir)
+        .args(&args)
+        .env(key.0, key.1)
+        .output()
+        .expect("run assay")
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     let content =
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
