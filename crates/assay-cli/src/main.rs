@@ -9,6 +9,7 @@ mod env_cmd;
 mod eval_cmd;
 mod export_cmd;
 mod generate_cmd;
+mod judge_cmd;
 mod merge_cmd;
 mod print;
 mod progress;
@@ -50,6 +51,11 @@ enum Command {
     /// solutions answer: a self-check of the whole pipeline that works offline. `assay run
     /// pybench` runs an agent's PyBench episodes, then their checks.
     Run(run_cmd::RunArgs),
+    /// Ask an LLM judge about a run: `assay judge pybench RUN --judge MODEL` gives PyBench's
+    /// "Pass Rate (LLM)", win/tie/lose against a reference, and how far the judge agrees
+    /// with the unit checks and with itself in the other order.
+    #[command(subcommand)]
+    Judge(judge_cmd::JudgeCommand),
     /// Join the shards of a run (`--shard I/N`, run on many machines) into one run directory,
     /// its official files and summary written again from the records.
     Merge(merge_cmd::MergeArgs),
@@ -92,6 +98,7 @@ fn main() -> std::process::ExitCode {
                 block_on(signals::or_interrupted(serving, run_cmd::run(args)))
             }
         },
+        Command::Judge(command) => block_on(judge_cmd::run(command)),
         Command::Merge(args) => merge_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Export(args) => export_cmd::run(args),

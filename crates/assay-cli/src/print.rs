@@ -363,5 +363,144 @@ pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
             );
         }
     }
+    for judging in &summary.judges {
+        pybench_judge(judging, dir);
+    }
     println!("  files: {}", dir.display());
+}
+
+/// Prints what an LLM judge said of a PyBench run: the paper's figures, the judge against the
+/// unit checks, and how far its verdict follows the order the pair came in.
+pub fn pybench_judge(figures: &assay_records::JudgeFigures, dir: &Path) {
+    let settings = &figures.settings;
+    println!(
+        "judge {} ({} prompt, reference {}, {}): {} tasks, {} verdicts read, {} unreadable, {} \
+         not answered",
+        settings.judge,
+        settings.prompt.as_str(),
+        settings.reference,
+        if figures.both_orders {
+            "both orders"
+        } else {
+            "the paper's order"
+        },
+        figures.tasks,
+        figures.read,
+        figures.unreadable.len(),
+        figures.failed.len()
+    );
+    println!(
+        "  Pass Rate (LLM) {:.1}% ({}/{}; {:.1}% of all {}); the reference {:.1}%",
+        figures.pass_rate * 100.0,
+        figures.passed,
+        figures.read,
+        figures.pass_rate_all * 100.0,
+        figures.tasks,
+        figures.reference_pass_rate * 100.0
+    );
+    let categories: Vec<String> = figures
+        .categories
+        .iter()
+        .map(|(c, f)| format!("{c} {}/{}", f.passed, f.tasks))
+        .collect();
+    println!("           {}", categories.join(", "));
+    let wtl = &figures.win_tie_lose;
+    println!(
+        "  win/tie/lose against the reference (by {}): {}/{}/{}",
+        wtl.by, wtl.win, wtl.tie, wtl.lose
+    );
+    let agreement = &figures.agreement;
+    println!(
+        "  average turns {:.1} as the paper counts them (10 where the judge failed it); {:.1} by \
+         the {} checks",
+        figures.average_turns, figures.average_turns_checks, agreement.checks
+    );
+    println!(
+        "  the judge against the {} checks over {} tasks: agree {:.1}%, Cohen's kappa {}; both \
+         pass {}, judge only {}, checks only {}, both fail {}",
+        agreement.checks,
+        agreement.tasks,
+        agreement.observed * 100.0,
+        agreement
+            .kappa
+            .map_or_else(|| "undefined".to_string(), |k| format!("{k:.2}")),
+        agreement.both_pass,
+        agreement.judge_only,
+        agreement.checks_only,
+        agreement.both_fail
+    );
+    for (what, tasks) in [
+        ("passed by the judge only", &agreement.judge_only_tasks),
+        ("passed by the checks only", &agreement.checks_only_tasks),
+    ] {
+        if !tasks.is_empty() {
+            println!("    {what}: {}", some(tasks));
+        }
+    }
+    if let Some(position) = &figures.position {
+        println!(
+            "  position: over {} pairs judged both ways, the preference changed with the order in \
+             {} ({:.1}% followed the position: {} Agent1 both times, {} Agent2; {} a tie one \
+             way); the run's Pass changed in {} ({} only as Agent2, {} only as Agent1)",
+            position.pairs,
+            position.changed_tasks.len(),
+            position.rate * 100.0,
+            position.follows_first,
+            position.follows_second,
+            position.other,
+            position.pass_changed_tasks.len(),
+            position.pass_only_second,
+            position.pass_only_first
+        );
+        if !position.changed_tasks.is_empty() {
+            println!("    changed: {}", some(&position.changed_tasks));
+        }
+    }
+    if let Some(paper) = &figures.published {
+        let wtl = paper
+            .win_tie_lose
+            .map(|[w, t, l]| format!(", win/tie/lose {w}/{t}/{l} against GPT-3.5"))
+            .unwrap_or_default();
+        println!(
+            "  the paper ({}): Pass Rate (LLM) {:.1}%{wtl}, average turns {:.1}",
+            paper.model,
+            paper.pass_rate * 100.0,
+            paper.average_turns
+        );
+    }
+    for (what, map) in [
+        ("unreadable (counted in no rate)", &figures.unreadable),
+        ("not answered (a rerun asks again)", &figures.failed),
+    ] {
+        if !map.is_empty() {
+            println!("  {what} ({}):", map.len());
+            for (task, why) in map.iter().take(10) {
+                println!("    {task}: {}", first_line(why));
+            }
+            if map.len() > 10 {
+                println!("    ... and {} more in summary.json", map.len() - 10);
+            }
+        }
+    }
+    println!(
+        "  the judge: {} requests, tokens {} in, {} out{}{}",
+        figures.requests,
+        figures.tokens.prompt_tokens,
+        figures.tokens.completion_tokens,
+        reasoning(&figures.tokens, None),
+        cost(figures.cost_usd)
+    );
+    println!("  files: {}", dir.join("judgements.jsonl").display());
+}
+
+/// The first 20 of `tasks`, and how many more there are.
+fn some(tasks: &[String]) -> String {
+    match tasks.len() {
+        0..=20 => tasks.join(", "),
+        n => format!(
+            "{} ... and {} more in summary.json",
+            tasks[..20].join(", "),
+            n - 20
+        ),
+    }
 }

@@ -210,6 +210,24 @@ impl Listener for Progress {
                     }
                 }
             }
+            RunEvent::JudgeStarted { requests, done } => {
+                if *done > 0 {
+                    self.say(&format!(
+                        "{done} of {requests} judge requests are already answered; asking the rest"
+                    ));
+                }
+                self.enter(Phase::Generating);
+                self.answers = (*requests, *done);
+            }
+            RunEvent::JudgeAnswered { record } => {
+                self.retries += u64::from(record.attempts.saturating_sub(1));
+                self.tokens += record.usage.completion_tokens;
+                self.answers.1 += 1;
+                if let Some(error) = &record.error {
+                    self.say(&format!("no verdict for {}: {error}", record.task_id));
+                    self.failed += 1;
+                }
+            }
             RunEvent::GenerationFinished { outcome } => {
                 self.show(true);
                 if let Mode::Bar(bar) = &self.mode {

@@ -11,6 +11,7 @@ pub mod generate;
 pub mod judge;
 pub mod merge;
 pub mod pybench;
+pub mod pybench_judge;
 pub mod run;
 pub mod selection;
 pub mod serving;

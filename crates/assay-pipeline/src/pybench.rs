@@ -163,32 +163,7 @@ impl Model {
                 digest: digest(&bytes),
             });
         }
-        let parsed: ModelSpec = spec.parse()?;
-        if !access.request_timeout.is_finite() || access.request_timeout <= 0.0 {
-            return Err(PipelineError::Invalid(
-                "--request-timeout must be a positive number of seconds".into(),
-            ));
-        }
-        let base_url = serving::base_url(
-            access.base_url.as_deref(),
-            access.serve.as_ref(),
-            &parsed.provider,
-        )?;
-        let client = Client::new(ClientConfig {
-            spec: parsed,
-            base_url,
-            api_key: access.api_key.clone(),
-            request_timeout: std::time::Duration::from_secs_f64(access.request_timeout),
-            retries: access.retries,
-            backoff: Backoff::default(),
-            limits: ModelLimits {
-                concurrency: EPISODES_AT_ONCE,
-                requests_per_minute: access.requests_per_minute,
-                tokens_per_minute: access.tokens_per_minute,
-            },
-            reasoning: access.reasoning.clone(),
-        })?;
-        Ok(Model::Chat(client))
+        Ok(Model::Chat(chat_client(spec, access, EPISODES_AT_ONCE)?))
     }
 
     /// The agent that plays the episodes; an API model's requests go to `log`.
@@ -198,6 +173,40 @@ impl Model {
             Model::Chat(client) => Agent::Chat(ChatAgent::new(client.clone(), log, reply_tokens)),
         }
     }
+}
+
+/// The client of the API model `spec` as `access` says to reach it, `concurrency` requests
+/// in flight at most (the agent's and the judge's alike).
+pub(crate) fn chat_client(
+    spec: &str,
+    access: &Access,
+    concurrency: NonZeroUsize,
+) -> Result<Client, PipelineError> {
+    let parsed: ModelSpec = spec.parse()?;
+    if !access.request_timeout.is_finite() || access.request_timeout <= 0.0 {
+        return Err(PipelineError::Invalid(
+            "--request-timeout must be a positive number of seconds".into(),
+        ));
+    }
+    let base_url = serving::base_url(
+        access.base_url.as_deref(),
+        access.serve.as_ref(),
+        &parsed.provider,
+    )?;
+    Ok(Client::new(ClientConfig {
+        spec: parsed,
+        base_url,
+        api_key: access.api_key.clone(),
+        request_timeout: std::time::Duration::from_secs_f64(access.request_timeout),
+        retries: access.retries,
+        backoff: Backoff::default(),
+        limits: ModelLimits {
+            concurrency,
+            requests_per_minute: access.requests_per_minute,
+            tokens_per_minute: access.tokens_per_minute,
+        },
+        reasoning: access.reasoning.clone(),
+    })?)
 }
 
 /// Who replies in the episodes.
@@ -690,18 +699,36 @@ fn finish(
             .collect();
         run.write_lines(TRAJECTORIES, &ordered)?;
     }
-    let summary = summary_of(
+    let mut summary = summary_of(
         &ordered,
         &run.manifest()?,
         checks,
         started.elapsed().as_secs_f64(),
     );
+    summary.judges = judgings_kept(run.path(), &ordered);
     run.write_json(SUMMARY, &summary)?;
     Ok(PybenchReport {
         summary,
         dir: run.path().to_path_buf(),
         unfinished: 0,
     })
+}
+
+/// The LLM judges' figures of the summary `dir` had, those that judged these `episodes`
+/// (a judging of other episodes no longer holds: `assay judge pybench` again asks only for
+/// what changed).
+fn judgings_kept(dir: &Path, episodes: &[EpisodeRecord]) -> Vec<assay_records::JudgeFigures> {
+    let Ok(text) = std::fs::read_to_string(dir.join(SUMMARY)) else {
+        return Vec::new();
+    };
+    let Ok(old) = serde_json::from_str::<PybenchSummary>(&text) else {
+        return Vec::new();
+    };
+    let digest = assay_agent::pybench::judge::figures::episodes_digest(episodes.iter());
+    old.judges
+        .into_iter()
+        .filter(|j| j.episodes_digest == digest)
+        .collect()
 }
 
 impl Source {

@@ -18,7 +18,27 @@ pub(crate) async fn start(
     run: &RunDir,
     listener: &mut dyn Listener,
 ) -> Result<ModelServer, PipelineError> {
-    let log = run.path().join(SERVER_LOG);
+    let server = start_logged(settings, client, &run.path().join(SERVER_LOG), listener).await?;
+    let mut manifest = run.manifest()?;
+    if let Some(access) = manifest.model_access.as_mut() {
+        access.server = Some(StartedServer {
+            command: server.command().to_string(),
+            models: server.models().to_vec(),
+            log: SERVER_LOG.to_string(),
+        });
+        run.update_manifest(&manifest)?;
+    }
+    Ok(server)
+}
+
+/// Starts `settings`' server for `client`'s model, its output in `log`, telling `listener`;
+/// it answers with its models when this returns.
+pub(crate) async fn start_logged(
+    settings: &ServeSettings,
+    client: &Client,
+    log: &std::path::Path,
+    listener: &mut dyn Listener,
+) -> Result<ModelServer, PipelineError> {
     listener.on_event(&RunEvent::Notice {
         message: format!(
             "starting the model server (at most {} s; its output in {}): {}",
@@ -27,7 +47,7 @@ pub(crate) async fn start(
             settings.command
         ),
     });
-    let server = ModelServer::start(settings, client, &log).await?;
+    let server = ModelServer::start(settings, client, log).await?;
     let model = &client.spec().model;
     let serves = server.models().iter().any(|m| m == model);
     listener.on_event(&RunEvent::Notice {
@@ -42,15 +62,6 @@ pub(crate) async fn start(
             }
         ),
     });
-    let mut manifest = run.manifest()?;
-    if let Some(access) = manifest.model_access.as_mut() {
-        access.server = Some(StartedServer {
-            command: server.command().to_string(),
-            models: server.models().to_vec(),
-            log: SERVER_LOG.to_string(),
-        });
-        run.update_manifest(&manifest)?;
-    }
     Ok(server)
 }
 

@@ -233,6 +233,10 @@ pub struct PybenchSummary {
     /// The paper's figures for the same model, when it published some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<PublishedFigures>,
+    /// What LLM judges said of the run (`assay judge pybench`), one entry per judge, prompt
+    /// and reference; kept while the episodes they judged are the run's. Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<crate::judge::JudgeFigures>,
     /// Wall time of this session.
     pub wall_seconds: f64,
 }

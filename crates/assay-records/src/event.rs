@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::conditions::Change;
 use crate::episode::EpisodeRecord;
 use crate::generation::{GenerationOutcome, GenerationRecord};
+use crate::judge::JudgementRecord;
 use crate::sample::SampleRecord;
 use crate::stability::StabilityRecord;
 
@@ -92,6 +93,19 @@ pub enum RunEvent {
     EpisodeJudged {
         /// Its record.
         record: Box<EpisodeRecord>,
+    },
+    /// An LLM judge starts on a PyBench run: `requests` in all, `done` of them answered
+    /// before (by an earlier session, or the same request for another judging).
+    JudgeStarted {
+        /// Requests in all.
+        requests: usize,
+        /// Already answered.
+        done: usize,
+    },
+    /// A judge request ended (`judgements.jsonl` keeps it).
+    JudgeAnswered {
+        /// Its record.
+        record: Box<JudgementRecord>,
     },
     /// Judging ended: every record is on disk, and an evaluation's derived files too.
     JudgingFinished,

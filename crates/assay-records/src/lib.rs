@@ -12,6 +12,7 @@ pub mod fingerprint;
 pub mod generation;
 pub mod ground_truth;
 pub mod isolation;
+pub mod judge;
 pub mod manifest;
 pub mod outcome;
 pub mod reasoning;
@@ -36,6 +37,10 @@ pub use generation::{
 };
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
+pub use judge::{
+    Agreement, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings, JudgeVerdict,
+    JudgementRecord, PerAgent, PositionBias, PublishedJudge, WinTieLose,
+};
 pub use manifest::{
     now, GenerationDone, Identity, Invocation, Kind, Manifest, ModelAccess, StartedServer, SCHEMA,
 };

@@ -172,7 +172,93 @@ fn pybench_summary() -> PybenchSummary {
             categories: BTreeMap::new(),
             average_turns: 5.0,
         }),
+        judges: vec![judge_figures()],
         wall_seconds: 1.0,
+    }
+}
+
+fn judgement() -> JudgementRecord {
+    JudgementRecord {
+        task_id: "PyBench/3".into(),
+        key: "k".into(),
+        judge: "openai:gpt-4o".into(),
+        prompt: JudgePrompt::Winlose,
+        order: JudgeOrder::Paper,
+        request: JudgeRequest {
+            system: "s".into(),
+            user: "u".into(),
+        },
+        reply: Some("r".into()),
+        thinking: Some("t".into()),
+        finish_reason: "stop".into(),
+        usage: TokenUsage::default(),
+        latency_seconds: 1.0,
+        attempts: 1,
+        error: Some("e".into()),
+        verdict: Some(JudgeVerdict {
+            pass: PerAgent {
+                agent1: "Pass".into(),
+                agent2: "Failed".into(),
+            },
+            decision: Some(PerAgent {
+                agent1: 1,
+                agent2: 0,
+            }),
+            reasoning_quality: Some(PerAgent {
+                agent1: 1,
+                agent2: 0,
+            }),
+            code_quality: Some(PerAgent {
+                agent1: 1,
+                agent2: 0,
+            }),
+        }),
+        unreadable: Some("u".into()),
+    }
+}
+
+fn judge_figures() -> JudgeFigures {
+    JudgeFigures {
+        settings: JudgeSettings {
+            judge: "openai:gpt-4o".into(),
+            prompt: JudgePrompt::Winlose,
+            reference: "data:trajectory.jsonl".into(),
+            reference_digest: "d".into(),
+            temperature: 0.2,
+            top_p: Some(0.5),
+            max_tokens: 1000,
+            frequency_penalty: Some(1.02),
+            reasoning: Some(reasoning()),
+        },
+        key: "k".into(),
+        episodes_digest: "e".into(),
+        both_orders: true,
+        tasks: 1,
+        read: 1,
+        unreadable: BTreeMap::new(),
+        failed: BTreeMap::new(),
+        passed: 1,
+        pass_rate: 1.0,
+        pass_rate_all: 1.0,
+        categories: BTreeMap::new(),
+        reference_pass_rate: 0.0,
+        win_tie_lose: WinTieLose::default(),
+        average_turns: 1.0,
+        average_turns_checks: 1.0,
+        agreement: Agreement {
+            kappa: Some(0.5),
+            ..Agreement::default()
+        },
+        position: Some(PositionBias::default()),
+        requests: 1,
+        tokens: TokenUsage::default(),
+        cost_usd: Some(0.0),
+        published: Some(PublishedJudge {
+            model: "m".into(),
+            pass_rate: 0.5,
+            win_tie_lose: Some([1.0, 0.0, 1.0]),
+            average_turns: 5.0,
+        }),
     }
 }
 
@@ -443,6 +529,30 @@ fn every_field_of_every_record_is_in_the_spec() {
             "PublishedFigures",
             undocumented(&pybench_summary().published.unwrap(), &spec),
         ),
+        ("JudgementRecord", undocumented(&judgement(), &spec)),
+        (
+            "JudgeVerdict",
+            undocumented(&judgement().verdict.unwrap(), &spec),
+        ),
+        ("JudgeRequest", undocumented(&judgement().request, &spec)),
+        ("JudgeFigures", undocumented(&judge_figures(), &spec)),
+        (
+            "JudgeSettings",
+            undocumented(&judge_figures().settings, &spec),
+        ),
+        (
+            "WinTieLose",
+            undocumented(&judge_figures().win_tie_lose, &spec),
+        ),
+        ("Agreement", undocumented(&judge_figures().agreement, &spec)),
+        (
+            "PositionBias",
+            undocumented(&judge_figures().position.unwrap(), &spec),
+        ),
+        (
+            "PublishedJudge",
+            undocumented(&judge_figures().published.unwrap(), &spec),
+        ),
     ]
     .into_iter()
     .filter(|(_, keys)| !keys.is_empty())
@@ -510,6 +620,13 @@ fn every_event_is_in_the_spec() {
         RunEvent::EpisodeJudged {
             record: Box::new(episode()),
         },
+        RunEvent::JudgeStarted {
+            requests: 0,
+            done: 0,
+        },
+        RunEvent::JudgeAnswered {
+            record: Box::new(judgement()),
+        },
         RunEvent::JudgingFinished,
     ];
     for event in events {
@@ -527,6 +644,8 @@ fn every_event_is_in_the_spec() {
             | RunEvent::SampleRerun { .. }
             | RunEvent::EpisodesStarted { .. }
             | RunEvent::EpisodeJudged { .. }
+            | RunEvent::JudgeStarted { .. }
+            | RunEvent::JudgeAnswered { .. }
             | RunEvent::JudgingFinished => {}
         }
         let tag = serde_json::to_value(&event).unwrap()["event"]

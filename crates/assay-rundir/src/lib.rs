@@ -98,6 +98,12 @@ pub enum RunDirError {
         /// What is wrong, naming the field where serde does.
         message: String,
     },
+    /// The directory holds no run (no `manifest.json`).
+    #[error("{path} is not a run directory (it has no manifest.json)")]
+    NotARun {
+        /// The directory.
+        path: PathBuf,
+    },
     /// A newer assay wrote the directory.
     #[error(
         "{path}: written by a newer assay (run-directory schema {schema}; this one reads up to \
@@ -214,6 +220,25 @@ impl RunDir {
             },
         )?;
         Self::open_locked(path, manifest, lock, false)
+    }
+
+    /// Opens the run directory at `path` that a pipeline made, to add to it (a judge's
+    /// verdicts): locked as [`RunDir::open`] locks, with its manifest as it is.
+    pub fn open_existing<R: DeserializeOwned>(
+        path: &Path,
+    ) -> Result<(Opened<R>, Manifest), RunDirError> {
+        let manifest_path = path.join(MANIFEST);
+        let text = match std::fs::read_to_string(&manifest_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(RunDirError::NotARun {
+                    path: path.to_path_buf(),
+                })
+            }
+            read => read.map_err(io(&manifest_path))?,
+        };
+        let manifest = parse_manifest(&manifest_path, &text)?;
+        let opened = Self::open(path, &manifest)?;
+        Ok((opened, manifest))
     }
 
     /// [`RunDir::open`] for a directory many processes feed at once (a cache of results

@@ -4,6 +4,7 @@
 
 pub mod checks;
 pub mod episode;
+pub mod judge;
 pub mod markdown;
 pub mod model;
 pub mod observation;

@@ -59,6 +59,7 @@ pub fn summarize(
         context_full,
         cut_while_thinking,
         published,
+        judges: Vec::new(),
         wall_seconds,
     }
 }

@@ -1,0 +1,529 @@
+//! `assay judge pybench`: an LLM judge's pairwise verdicts on a PyBench run directory, as
+//! the paper's "Pass Rate (LLM)" and win/tie/lose were made (`assay_agent::pybench::judge`),
+//! kept in the run directory's `judgements.jsonl` (resumable, and cached by request: a rerun
+//! asks nothing it has an answer to) and summed up in its `summary.json`'s `judges`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+
+use assay_agent::pybench::checks::Mode;
+use assay_agent::pybench::judge::figures::{self, digest, Judged, Judging};
+use assay_agent::pybench::judge::{self, read_reference, reply, Shown};
+use assay_agent::pybench::published;
+use assay_models::{Client, Conversation, Prompt, Provider, Request, RequestError, Turn};
+use assay_records::{
+    EpisodeRecord, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings,
+    JudgementRecord, Kind, Listener, Manifest, PybenchSummary, RunEvent, TrajectoryRecord,
+};
+use assay_rundir::{RunDir, SUMMARY};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+
+use crate::error::PipelineError;
+use crate::pybench::{chat_client, summary_of, Access, TRAJECTORIES};
+use crate::serving;
+
+/// Every judge request and what came of it.
+pub const JUDGEMENTS: &str = "judgements.jsonl";
+/// The output of a judge's model server assay started (`--serve`).
+pub const JUDGE_SERVER_LOG: &str = "judge-server.log";
+/// Where the default reference is in a data folder: upstream's recorded GPT-3.5 trajectories.
+pub const DATA_TRAJECTORIES: &str = "trajectory.jsonl";
+
+/// Which trajectories are Agent1.
+pub enum Reference {
+    /// The data folder's `trajectory.jsonl` (upstream's GPT-3.5 recording, the paper's
+    /// Agent1): the folder given, or else the one the run was made with.
+    Data(Option<PathBuf>),
+    /// An upstream-format trajectory file (`replay:FILE`).
+    File(PathBuf),
+    /// Another PyBench run directory.
+    Run(PathBuf),
+}
+
+/// A judging to make.
+pub struct JudgePybench {
+    /// The run directory judged.
+    pub run: PathBuf,
+    /// The judge: `openai:MODEL` or `anthropic:MODEL`.
+    pub judge: String,
+    /// How it is reached.
+    pub access: Access,
+    /// Agent1.
+    pub reference: Reference,
+    /// Which of upstream's prompts.
+    pub prompt: JudgePrompt,
+    /// Also ask each pair the other way round (position bias).
+    pub both_orders: bool,
+    /// Token limit of a verdict (upstream's 1000).
+    pub max_tokens: u32,
+    /// Requests in flight at most.
+    pub concurrency: NonZeroUsize,
+}
+
+/// What a judging came to.
+pub struct JudgeReport {
+    /// Its figures.
+    pub figures: JudgeFigures,
+    /// The run's summary, with them.
+    pub summary: PybenchSummary,
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Requests that failed for good (a rerun asks them again).
+    pub failed: usize,
+}
+
+/// One request of the judging: a task in one order.
+struct Ask {
+    task: usize,
+    order: JudgeOrder,
+    key: String,
+    request: JudgeRequest,
+}
+
+/// Judges `request.run` with `request.judge`, telling `listener` as it goes.
+pub async fn judge_pybench(
+    request: JudgePybench,
+    listener: &mut dyn Listener,
+) -> Result<JudgeReport, PipelineError> {
+    let (opened, manifest) = RunDir::open_existing::<EpisodeRecord>(&request.run)?;
+    let mut run = opened.dir;
+    if !matches!(manifest.kind, Kind::PybenchRun | Kind::PybenchEval) {
+        return Err(PipelineError::Invalid(format!(
+            "{}: a {} directory; `assay judge pybench` judges PyBench runs (`assay run pybench`, \
+             `assay eval pybench`)",
+            request.run.display(),
+            manifest.kind.as_str()
+        )));
+    }
+    if request.max_tokens == 0 {
+        return Err(PipelineError::Invalid(
+            "--max-tokens must be at least 1".into(),
+        ));
+    }
+    // The last record of each task, in the order results.jsonl has them (task order).
+    let mut episodes: Vec<EpisodeRecord> = Vec::new();
+    for record in opened.records {
+        match episodes.iter_mut().find(|e| e.task_id == record.task_id) {
+            Some(kept) => *kept = record,
+            None => episodes.push(record),
+        }
+    }
+    if episodes.is_empty() {
+        return Err(PipelineError::Invalid(format!(
+            "{}: no episodes recorded yet; run it to its end first",
+            request.run.display()
+        )));
+    }
+    let candidates = trajectories_of(&mut run, &manifest)?;
+    let (reference_label, references) = reference_trajectories(&request.reference, &manifest)?;
+    let client = chat_client(&request.judge, &request.access, request.concurrency)?;
+    let anthropic = client.spec().provider == Provider::Anthropic;
+    let settings = JudgeSettings {
+        judge: request.judge.clone(),
+        prompt: request.prompt,
+        reference: reference_label,
+        reference_digest: {
+            let mut all = String::new();
+            for (index, shown) in &references {
+                all.push_str(index);
+                all.push('\n');
+                all.push_str(&shown.line);
+            }
+            digest(all.as_bytes())
+        },
+        temperature: judge::TEMPERATURE,
+        top_p: (!anthropic).then_some(judge::TOP_P),
+        max_tokens: request.max_tokens,
+        frequency_penalty: judge::frequency_penalty(request.prompt).filter(|_| !anthropic),
+        reasoning: request.access.reasoning.in_identity(),
+    };
+
+    let orders: &[JudgeOrder] = if request.both_orders {
+        &[JudgeOrder::Paper, JudgeOrder::Swapped]
+    } else {
+        &[JudgeOrder::Paper]
+    };
+    let asks: Vec<Ask> = episodes
+        .iter()
+        .enumerate()
+        .flat_map(|(n, episode)| {
+            let index = episode
+                .task_id
+                .strip_prefix(assay_tasks::pybench::ID_PREFIX)
+                .unwrap_or(&episode.task_id);
+            let run_side = candidates.get(index);
+            let reference_side = references.get(index);
+            let settings = &settings;
+            orders.iter().map(move |&order| {
+                let (first, second) = judge::agents(order, reference_side, run_side);
+                let shown = |side: Option<&Shown>, position: u8| {
+                    side.map_or_else(
+                        || judge::absent(position),
+                        |s| s.text(settings.prompt).into(),
+                    )
+                };
+                let request = JudgeRequest {
+                    system: judge::system_prompt(settings.prompt).to_string(),
+                    user: judge::user_message(&shown(first, 1), &shown(second, 2)),
+                };
+                Ask {
+                    task: n,
+                    order,
+                    key: request_key(settings, &request),
+                    request,
+                }
+            })
+        })
+        .collect();
+
+    let (mut journal, earlier) = run.journal::<JudgementRecord>(JUDGEMENTS)?;
+    // Answers by request: a failed request is asked again.
+    let mut answered: HashMap<String, JudgementRecord> = earlier
+        .into_iter()
+        .filter(|r| r.error.is_none())
+        .map(|r| (r.key.clone(), r))
+        .collect();
+    // Each request once: the two orders of identical trajectories are one request.
+    let mut seen = std::collections::HashSet::new();
+    let pending: Vec<&Ask> = asks
+        .iter()
+        .filter(|a| !answered.contains_key(&a.key) && seen.insert(a.key.as_str()))
+        .collect();
+    let distinct = asks
+        .iter()
+        .map(|a| a.key.as_str())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    listener.on_event(&RunEvent::JudgeStarted {
+        requests: distinct,
+        done: distinct - pending.len(),
+    });
+    let server = match &request.access.serve {
+        Some(serve) if !pending.is_empty() => Some(
+            serving::start_logged(serve, &client, &run.path().join(JUDGE_SERVER_LOG), listener)
+                .await?,
+        ),
+        _ => None,
+    };
+    let mut failed: BTreeMap<String, JudgementRecord> = BTreeMap::new();
+    let mut running: FuturesUnordered<_> = pending
+        .iter()
+        .map(|ask| ask_judge(&client, ask, &episodes[ask.task], &settings))
+        .collect();
+    let mut fatal = None;
+    while let Some((record, is_fatal)) = running.next().await {
+        journal.append(&record)?;
+        listener.on_event(&RunEvent::JudgeAnswered {
+            record: Box::new(record.clone()),
+        });
+        if is_fatal {
+            fatal = record.error.clone();
+            break;
+        }
+        if record.error.is_some() {
+            failed.insert(record.key.clone(), record);
+        } else {
+            answered.insert(record.key.clone(), record);
+        }
+    }
+    drop(running);
+    if let Some(server) = server {
+        server.stop().await;
+    }
+    journal.sync()?;
+    if let Some(why) = fatal {
+        return Err(PipelineError::Invalid(format!(
+            "the judge cannot answer: {why} (every answer so far is kept in {}; the same \
+             command resumes)",
+            run.path().join(JUDGEMENTS).display()
+        )));
+    }
+
+    // The figures, from the answers this judging's requests have.
+    let mut seen_once = std::collections::HashSet::new();
+    let answer = |ask: &Ask| answered.get(&ask.key).or_else(|| failed.get(&ask.key));
+    let judged: Vec<Judged> = episodes
+        .iter()
+        .enumerate()
+        .map(|(n, episode)| {
+            let of = |order| {
+                asks.iter()
+                    .find(|a| a.task == n && a.order == order)
+                    .and_then(answer)
+            };
+            Judged {
+                episode,
+                paper: of(JudgeOrder::Paper),
+                swapped: of(JudgeOrder::Swapped),
+            }
+        })
+        .collect();
+    let used: Vec<&JudgementRecord> = asks
+        .iter()
+        .filter(|a| seen_once.insert(a.key.as_str()))
+        .filter_map(|a| answered.get(&a.key))
+        .collect();
+    let checks = match manifest.identity.checks.as_deref() {
+        Some("fixed") => Mode::Fixed,
+        _ => Mode::Faithful,
+    };
+    let mut summary = match std::fs::read_to_string(run.path().join(SUMMARY)) {
+        Ok(text) => serde_json::from_str::<PybenchSummary>(&text).map_err(|e| {
+            PipelineError::Invalid(format!(
+                "{}:{}: not a PyBench summary: {e}",
+                run.path().join(SUMMARY).display(),
+                e.line()
+            ))
+        })?,
+        Err(_) => summary_of(&episodes, &manifest, checks, 0.0),
+    };
+    let published = manifest
+        .identity
+        .model
+        .as_deref()
+        .and_then(published::judged_for_model);
+    let figures = figures::figures(
+        Judging {
+            settings,
+            both_orders: request.both_orders,
+            checks,
+            average_turns_checks: match checks {
+                Mode::Faithful => summary.faithful.average_turns,
+                Mode::Fixed => summary.fixed.average_turns,
+            },
+            prices: request.access.prices,
+            published,
+        },
+        &judged,
+        &used,
+    );
+    // Judgings of other episodes than these no longer hold; one with the same settings is
+    // replaced.
+    summary
+        .judges
+        .retain(|j| j.episodes_digest == figures.episodes_digest && j.key != figures.key);
+    summary.judges.push(figures.clone());
+    run.write_json(SUMMARY, &summary)?;
+    listener.on_event(&RunEvent::JudgingFinished);
+    Ok(JudgeReport {
+        figures,
+        summary,
+        dir: run.path().to_path_buf(),
+        failed: failed.len(),
+    })
+}
+
+/// 16 hex digits of BLAKE3 over what decides a judge's answer: the judge, its settings but
+/// the reference's name, and the request.
+fn request_key(settings: &JudgeSettings, request: &JudgeRequest) -> String {
+    let decided = serde_json::json!({
+        "judge": settings.judge,
+        "temperature": settings.temperature,
+        "top_p": settings.top_p,
+        "max_tokens": settings.max_tokens,
+        "frequency_penalty": settings.frequency_penalty,
+        "reasoning": settings.reasoning,
+        "system": request.system,
+        "user": request.user,
+    });
+    digest(&serde_json::to_vec(&decided).expect("JSON serializes"))
+}
+
+/// Asks the judge `ask`; the record, and whether the judge can answer nothing at all.
+async fn ask_judge(
+    client: &Client,
+    ask: &Ask,
+    episode: &EpisodeRecord,
+    settings: &JudgeSettings,
+) -> (JudgementRecord, bool) {
+    let chat = Request {
+        prompt: Prompt::Chat(Conversation {
+            system: Some(ask.request.system.clone()),
+            turns: vec![Turn::User(ask.request.user.clone())],
+            tools: Vec::new(),
+        }),
+        n: 1,
+        temperature: settings.temperature,
+        top_p: settings.top_p,
+        max_tokens: settings.max_tokens,
+        stop: Vec::new(),
+        frequency_penalty: settings.frequency_penalty,
+    };
+    let mut record = JudgementRecord {
+        task_id: episode.task_id.clone(),
+        key: ask.key.clone(),
+        judge: settings.judge.clone(),
+        prompt: settings.prompt,
+        order: ask.order,
+        request: ask.request.clone(),
+        reply: None,
+        thinking: None,
+        finish_reason: String::new(),
+        usage: Default::default(),
+        latency_seconds: 0.0,
+        attempts: 0,
+        error: None,
+        verdict: None,
+        unreadable: None,
+    };
+    match client.generate(&chat).await {
+        Ok(response) => {
+            let text = response.answers.into_iter().next().unwrap_or_default();
+            match reply::read(&text, settings.prompt) {
+                Ok(verdict) => record.verdict = Some(verdict),
+                Err(why) => record.unreadable = Some(why),
+            }
+            record.reply = Some(text);
+            record.thinking = response
+                .thinking
+                .into_iter()
+                .next()
+                .flatten()
+                .map(|t| t.text);
+            record.finish_reason = response
+                .finish_reasons
+                .into_iter()
+                .next()
+                .flatten()
+                .unwrap_or_default();
+            record.usage = response.usage;
+            record.latency_seconds = response.latency.as_secs_f64();
+            record.attempts = response.attempts;
+            (record, false)
+        }
+        // The same request would not fit again: the judge's answer, in a way.
+        Err(RequestError::ContextFull(full)) => {
+            record.unreadable = Some(format!(
+                "the request does not fit the judge's context window: {}",
+                full.message
+            ));
+            (record, false)
+        }
+        Err(e @ RequestError::Fatal { .. }) => {
+            record.error = Some(e.to_string());
+            (record, true)
+        }
+        Err(e @ RequestError::Failed { attempts, .. }) => {
+            record.attempts = attempts;
+            record.error = Some(e.to_string());
+            (record, false)
+        }
+    }
+}
+
+/// The run's trajectories by task index, as upstream's scripts would read them: an episode
+/// run's own (`trajectory.jsonl`, without assay's thinking), or the file an evaluation judged
+/// (its lines as they are).
+fn trajectories_of(
+    run: &mut RunDir,
+    manifest: &Manifest,
+) -> Result<BTreeMap<String, Shown>, PipelineError> {
+    match manifest.kind {
+        Kind::PybenchRun => {
+            let (_, records) = run.journal::<TrajectoryRecord>(TRAJECTORIES)?;
+            Ok(records
+                .iter()
+                .map(|r| (r.index.clone(), Shown::from_record(r)))
+                .collect())
+        }
+        _ => {
+            let file = manifest.samples.as_ref().ok_or_else(|| {
+                PipelineError::Invalid(format!(
+                    "{}: the manifest names no trajectories file",
+                    run.path().display()
+                ))
+            })?;
+            let bytes = std::fs::read(file).map_err(|source| PipelineError::Io {
+                path: file.clone(),
+                source,
+            })?;
+            if manifest.identity.samples_digest.as_deref() != Some(digest(&bytes).as_str()) {
+                return Err(PipelineError::Invalid(format!(
+                    "{}: changed since {} judged it; judge it again with `assay eval pybench` \
+                     first",
+                    file.display(),
+                    run.path().display()
+                )));
+            }
+            reference_file(file)
+        }
+    }
+}
+
+/// Agent1's trajectories by task index, and how the reference is named.
+fn reference_trajectories(
+    reference: &Reference,
+    manifest: &Manifest,
+) -> Result<(String, BTreeMap<String, Shown>), PipelineError> {
+    match reference {
+        Reference::File(file) => Ok((format!("replay:{}", file.display()), reference_file(file)?)),
+        Reference::Data(folder) => {
+            let folder = match folder {
+                Some(folder) => folder.clone(),
+                None => {
+                    let given = manifest.identity.dataset.as_deref().ok_or_else(|| {
+                        PipelineError::Invalid(
+                            "no reference: give --reference, or --data for the data folder's \
+                             trajectory.jsonl"
+                                .into(),
+                        )
+                    })?;
+                    manifest
+                        .command
+                        .as_ref()
+                        .map_or_else(|| PathBuf::from(given), |c| c.dir.join(given))
+                }
+            };
+            let file = folder.join(DATA_TRAJECTORIES);
+            Ok((
+                format!("data:{}", DATA_TRAJECTORIES),
+                reference_file(&file)?,
+            ))
+        }
+        Reference::Run(dir) => {
+            let path = dir.join(assay_rundir::MANIFEST);
+            let text = std::fs::read_to_string(&path).map_err(|source| PipelineError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            let other: Manifest = serde_json::from_str(&text).map_err(|e| {
+                PipelineError::Invalid(format!(
+                    "{}:{}: not a manifest: {e}",
+                    path.display(),
+                    e.line()
+                ))
+            })?;
+            if !matches!(other.kind, Kind::PybenchRun | Kind::PybenchEval) {
+                return Err(PipelineError::Invalid(format!(
+                    "--reference {}: a {} directory, not a PyBench run",
+                    dir.display(),
+                    other.kind.as_str()
+                )));
+            }
+            let shown = match other.kind {
+                Kind::PybenchRun => {
+                    let file = dir.join(TRAJECTORIES);
+                    let records = assay_agent::pybench::replay::read_trajectories(&file)
+                        .map_err(|e| PipelineError::Invalid(e.to_string()))?;
+                    records
+                        .iter()
+                        .map(|r| (r.index.clone(), Shown::from_record(r)))
+                        .collect()
+                }
+                _ => reference_file(other.samples.as_deref().unwrap_or(Path::new("")))?,
+            };
+            Ok((
+                format!("run:{}", other.identity.model.unwrap_or_default()),
+                shown,
+            ))
+        }
+    }
+}
+
+/// An upstream-format trajectory file, checked as a replay checks it, its lines as they are.
+fn reference_file(file: &Path) -> Result<BTreeMap<String, Shown>, PipelineError> {
+    assay_agent::pybench::replay::read_trajectories(file)
+        .map_err(|e| PipelineError::Invalid(e.to_string()))?;
+    read_reference(file).map_err(|e| PipelineError::Invalid(e.to_string()))
+}
