@@ -45,7 +45,8 @@ table{border-collapse:collapse;margin:.6em 0}td,th{padding:.25em .9em;border-bot
 text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}pre{background:#f6f7fb;padding:.6em;\
 overflow:auto;max-height:28em;white-space:pre-wrap}details{margin:.3em 0}summary{cursor:pointer}\
 .matrix td{padding:0;width:9px;height:9px;border:1px solid #fff}.p{background:#2e9e5b}\
-.f{background:#d9534f}.i{background:#b8bcc8}.n{background:#fff}.muted{color:#6b7280}";
+.f{background:#d9534f}.i{background:#b8bcc8}.n{background:#fff}.muted{color:#6b7280}\
+.judge-reasons td{white-space:normal;text-align:left}";
 
 /// Status colours of the charts.
 fn colour(status: &str) -> &'static str {
@@ -72,6 +73,7 @@ pub fn html(report: &Report, runs: &[Run]) -> String {
     runs_table(&mut out, report);
     status_chart(&mut out, report);
     groups_chart(&mut out, report);
+    crate::judge::html(&mut out, report);
     libraries_table(&mut out, report);
     comparisons(&mut out, report);
     matrix(&mut out, runs);

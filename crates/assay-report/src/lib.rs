@@ -9,12 +9,13 @@
 //! when at least half its samples pass (with one sample per task: when it passes).
 
 mod html;
+pub mod judge;
 pub mod source;
 mod terminal;
 
 use std::collections::BTreeMap;
 
-use assay_records::{StabilitySummary, TokenUsage};
+use assay_records::{JudgeFigures, StabilitySummary, TokenUsage};
 use assay_score::compare::{bootstrap_mean, mcnemar_exact, RESAMPLES, SEED};
 use assay_score::elo::ratings;
 use assay_score::{pass_at_k, DEFAULT_KS};
@@ -79,6 +80,10 @@ pub struct RunFigures {
     /// Answers (BigCodeBench) or episodes (PyBench) that ended inside their thinking.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cut_while_thinking: usize,
+    /// PyBench: what each LLM judging of the run found (`assay judge pybench`), as its
+    /// `summary.json` keeps it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<JudgeFigures>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -230,6 +235,7 @@ pub fn figures(run: &Run) -> RunFigures {
         stability: run.stability.clone(),
         thinking: run.thinking,
         cut_while_thinking: run.cut_while_thinking,
+        judges: run.judges.clone(),
     }
 }
 
@@ -491,6 +497,7 @@ mod tests {
             stability: None,
             thinking: 0,
             cut_while_thinking: 0,
+            judges: Vec::new(),
             failures: Vec::new(),
         }
     }

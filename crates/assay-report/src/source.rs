@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_records::{
-    EpisodeEnd, EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, StabilitySummary,
-    Status, Thinking, TokenUsage, TrajectoryRecord, SCHEMA,
+    EpisodeEnd, EpisodeRecord, GenerationRecord, JudgeFigures, Kind, Manifest, SampleRecord,
+    StabilitySummary, Status, Thinking, TokenUsage, TrajectoryRecord, SCHEMA,
 };
 use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
 use serde::{Deserialize, Serialize};
@@ -107,6 +107,9 @@ pub struct Run {
     /// any answer: failures the token limit made, not the model's code.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cut_while_thinking: usize,
+    /// PyBench: what LLM judges said of the run (`summary.json`'s `judges`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub judges: Vec<JudgeFigures>,
     /// The samples that did not pass (and were not set apart), in task order.
     #[serde(skip)]
     pub failures: Vec<Failure>,
@@ -282,6 +285,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
             .and_then(|s| serde_json::from_value(s["stability"].clone()).ok()),
         thinking: 0,
         cut_while_thinking: 0,
+        judges: Vec::new(),
         failures: Vec::new(),
     };
     let results = dir.join("results.jsonl");
@@ -310,6 +314,11 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
                 }
             }
             run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
+            run.judges = summary
+                .as_ref()
+                .and_then(|s| s.get("judges"))
+                .and_then(|j| serde_json::from_value(j.clone()).ok())
+                .unwrap_or_default();
         }
         _ => {
             let records: Vec<SampleRecord> = read_lines(&results)?;
@@ -482,6 +491,7 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         stability: None,
         thinking: 0,
         cut_while_thinking: 0,
+        judges: Vec::new(),
         failures: Vec::new(),
     };
     (run.groups, run.libraries) = labels(None, eval.keys());
@@ -613,6 +623,29 @@ mod tests {
         assert_eq!(run.wall_seconds, Some(12.5));
         assert_eq!(run.tokens.unwrap().prompt_tokens, 300);
         assert_eq!(run.groups["PyBench/3"], ["chart_analysis"]);
+    }
+
+    #[test]
+    fn a_judged_pybench_run_brings_its_judges_into_the_figures_and_the_json() {
+        let dir = write_dir(Kind::PybenchRun, &[episode("PyBench/2", Status::Pass)]);
+        let judging = crate::judge::tests::judging();
+        std::fs::write(
+            dir.path().join("summary.json"),
+            serde_json::json!({"wall_seconds": 1.0, "judges": [judging]}).to_string(),
+        )
+        .unwrap();
+        let run = Run::load(dir.path()).unwrap();
+        assert_eq!(run.judges, std::slice::from_ref(&judging));
+        let report = crate::report(&[run], 0);
+        assert_eq!(report.runs[0].judges, [judging]);
+        let json: Value = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["runs"][0]["judges"][0]["agreement"]["kappa"], -0.3333);
+        // Unjudged runs' JSON is as before.
+        std::fs::write(dir.path().join("summary.json"), r#"{"wall_seconds": 1.0}"#).unwrap();
+        let report = crate::report(&[Run::load(dir.path()).unwrap()], 0);
+        assert!(serde_json::to_value(&report).unwrap()["runs"][0]
+            .get("judges")
+            .is_none());
     }
 
     #[test]

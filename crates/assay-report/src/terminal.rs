@@ -23,7 +23,8 @@ fn tokens(n: u64) -> String {
     }
 }
 
-fn listed(ids: &[String]) -> String {
+/// The first few of `ids`, and how many more there are.
+pub(crate) fn listed(ids: &[String]) -> String {
     let mut shown = ids
         .iter()
         .take(LISTED)
@@ -129,6 +130,7 @@ pub fn render(report: &Report) -> String {
             let _ = writeln!(out, "  run {}: {}", i + 1, run.label);
         }
     }
+    crate::judge::terminal(&mut out, report);
     for c in &report.comparisons {
         let _ = writeln!(out);
         if c.shared_tasks == 0 {

@@ -229,7 +229,8 @@ async function runView(id, params) {
           el("div", { class: "value" }, pct(e.value)),
           el("div", { class: "label" }, `pass@${k}, 95% CI ${pct(e.low)} – ${pct(e.high)}`))),
         el("div", { class: "figure" }, el("div", { class: "value" }, `${f.judged} / ${f.tasks}`),
-          el("div", { class: "label" }, `tasks judged (${f.infra_tasks} set apart)`))) : null);
+          el("div", { class: "label" }, `tasks judged (${f.infra_tasks} set apart)`))) : null,
+      f ? judgeFigures(id, f.judges) : null);
   };
   drawHead(summary);
 
@@ -416,6 +417,7 @@ function episodeView(id, detail) {
       record.tokens ? el("span", {}, "tokens ", el("b", {}, tokensText(record.tokens))) : null,
       verdicts.faithful ? el("span", {}, "faithful check ", badge(verdicts.faithful.status)) : null,
       verdicts.fixed ? el("span", {}, "fixed check ", badge(verdicts.fixed.status)) : null),
+    judgeVerdicts(detail.judgements),
     firstError ? el("button", { class: "jump", onclick: () => {
       const target = document.getElementById(`turn-${firstError.turn}`);
       target.scrollIntoView({ block: "start" });

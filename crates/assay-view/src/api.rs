@@ -17,6 +17,8 @@ use crate::Viewer;
 
 const INDEX: &str = include_str!("../assets/index.html");
 const SCRIPT: &str = include_str!("../assets/app.js");
+/// The judge's figures and verdicts, apart from the app that draws them.
+const JUDGE_SCRIPT: &str = include_str!("../assets/judge.js");
 const STYLE: &str = include_str!("../assets/app.css");
 
 pub async fn index() -> Response {
@@ -25,6 +27,10 @@ pub async fn index() -> Response {
 
 pub async fn script() -> Response {
     static_file("text/javascript; charset=utf-8", SCRIPT)
+}
+
+pub async fn judge_script() -> Response {
+    static_file("text/javascript; charset=utf-8", JUDGE_SCRIPT)
 }
 
 pub async fn style() -> Response {

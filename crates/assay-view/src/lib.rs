@@ -13,6 +13,7 @@
 mod api;
 mod files;
 mod journal;
+mod judge;
 mod run;
 
 use std::net::SocketAddr;
@@ -75,6 +76,7 @@ fn router(viewer: Arc<Viewer>) -> Router {
     Router::new()
         .route("/", get(api::index))
         .route("/app.js", get(api::script))
+        .route("/judge.js", get(api::judge_script))
         .route("/app.css", get(api::style))
         // Browsers ask for it; there is none, and a 404 would be an error in the console.
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))

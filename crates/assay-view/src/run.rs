@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use assay_records::{
-    EpisodeEnd, EpisodeRecord, GenerationRecord, Kind, Manifest, SampleRecord, Split, Status,
-    TrajectoryRecord,
+    EpisodeEnd, EpisodeRecord, GenerationRecord, JudgementRecord, Kind, Manifest, SampleRecord,
+    Split, Status, TrajectoryRecord,
 };
 use assay_report::{figures, Run, RunFigures};
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
@@ -155,6 +155,8 @@ struct DirFiles {
     trajectories: Journal<TrajectoryRecord>,
     /// BigCodeBench: the requests of a generation, for what each answer thought.
     generation: Journal<GenerationRecord>,
+    /// PyBench: what LLM judges were asked and answered.
+    judgements: Journal<JudgementRecord>,
 }
 
 /// An official `*_eval_results.json`.
@@ -221,6 +223,7 @@ impl RunSource {
                 episodes: Journal::new(root.join("results.jsonl")),
                 trajectories: Journal::new(root.join("trajectory.jsonl")),
                 generation: Journal::new(root.join("generation.jsonl")),
+                judgements: Journal::new(root.join("judgements.jsonl")),
             };
             (Files::Dir(Box::new(dir)), Some(root))
         } else {
@@ -358,11 +361,13 @@ impl RunSource {
 
     fn stamps(&self) -> Vec<Option<Stamp>> {
         match &self.root {
+            // The summary too: a judging writes its figures there.
             Some(root) => [
                 "manifest.json",
                 "results.jsonl",
                 "samples.jsonl",
                 "generation.jsonl",
+                "summary.json",
             ]
             .iter()
             .map(|f| stamp(&root.join(f)))
@@ -438,6 +443,16 @@ impl RunSource {
         let Some(row) = state.rows.iter().find(|r| r.index == index).cloned() else {
             return Ok(None);
         };
+        // An episode shows what the judgings the report reads in the run said of it.
+        let pybench = match &mut state.files {
+            Files::Dir(dir) => is_pybench(dir.manifest.get()?),
+            Files::Official(_) => false,
+        };
+        let pybench_run = if pybench {
+            Some(self.figures(&mut state)?.0)
+        } else {
+            None
+        };
         match &mut state.files {
             Files::Official(doc) => {
                 let file = doc.get()?.ok_or_else(|| vanished(&self.path))?;
@@ -464,8 +479,17 @@ impl RunSource {
             }
             Files::Dir(dir) => {
                 let manifest = dir.manifest.get()?.cloned();
-                if is_pybench(manifest.as_ref()) {
-                    return Ok(Some(episode(dir, manifest.as_ref(), &row)?));
+                if let Some(run) = pybench_run {
+                    let mut detail = episode(dir, manifest.as_ref(), &row)?;
+                    if !run.judges.is_empty() {
+                        dir.judgements.refresh()?;
+                        detail["judgements"] = crate::judge::verdicts(
+                            &run.judges,
+                            dir.judgements.records(),
+                            &row.task_id,
+                        );
+                    }
+                    return Ok(Some(detail));
                 }
                 Ok(Some(bigcodebench_sample(dir, manifest.as_ref(), &row)?))
             }
