@@ -389,46 +389,33 @@ pub fn pybench_judge(figures: &assay_records::JudgeFigures, dir: &Path) {
         figures.unreadable.len(),
         figures.failed.len()
     );
-    println!(
-        "  Pass Rate (LLM) {:.1}% ({}/{}; {:.1}% of all {}); the reference {:.1}%",
-        figures.pass_rate * 100.0,
-        figures.passed,
-        figures.read,
-        figures.pass_rate_all * 100.0,
-        figures.tasks,
-        figures.reference_pass_rate * 100.0
-    );
-    let categories: Vec<String> = figures
-        .categories
-        .iter()
-        .map(|(c, f)| format!("{c} {}/{}", f.passed, f.tasks))
-        .collect();
-    println!("           {}", categories.join(", "));
-    let wtl = &figures.win_tie_lose;
-    println!(
-        "  win/tie/lose against the reference (by {}): {}/{}/{}",
-        wtl.by, wtl.win, wtl.tie, wtl.lose
-    );
+    if figures.read == 0 {
+        println!("  no verdict could be read: no Pass Rate (LLM), win/tie/lose or turns");
+    } else {
+        judged_figures(figures);
+    }
     let agreement = &figures.agreement;
-    println!(
-        "  average turns {:.1} as the paper counts them (10 where the judge failed it); {:.1} by \
-         the {} checks",
-        figures.average_turns, figures.average_turns_checks, agreement.checks
-    );
-    println!(
-        "  the judge against the {} checks over {} tasks: agree {:.1}%, Cohen's kappa {}; both \
-         pass {}, judge only {}, checks only {}, both fail {}",
-        agreement.checks,
-        agreement.tasks,
-        agreement.observed * 100.0,
-        agreement
-            .kappa
-            .map_or_else(|| "undefined".to_string(), |k| format!("{k:.2}")),
-        agreement.both_pass,
-        agreement.judge_only,
-        agreement.checks_only,
-        agreement.both_fail
-    );
+    if agreement.tasks == 0 {
+        println!(
+            "  the judge and the {} checks judged no task in common",
+            agreement.checks
+        );
+    } else {
+        println!(
+            "  the judge against the {} checks over {} tasks: agree {:.1}%, Cohen's kappa {}; both \
+             pass {}, judge only {}, checks only {}, both fail {}",
+            agreement.checks,
+            agreement.tasks,
+            agreement.observed * 100.0,
+            agreement
+                .kappa
+                .map_or_else(|| "undefined".to_string(), |k| format!("{k:.2}")),
+            agreement.both_pass,
+            agreement.judge_only,
+            agreement.checks_only,
+            agreement.both_fail
+        );
+    }
     for (what, tasks) in [
         ("passed by the judge only", &agreement.judge_only_tasks),
         ("passed by the checks only", &agreement.checks_only_tasks),
@@ -491,6 +478,35 @@ pub fn pybench_judge(figures: &assay_records::JudgeFigures, dir: &Path) {
         cost(figures.cost_usd)
     );
     println!("  files: {}", dir.join("judgements.jsonl").display());
+}
+
+/// The figures of the verdicts read: the pass rate, per category, win/tie/lose and turns.
+fn judged_figures(figures: &assay_records::JudgeFigures) {
+    println!(
+        "  Pass Rate (LLM) {:.1}% ({}/{}; {:.1}% of all {}); the reference {:.1}%",
+        figures.pass_rate * 100.0,
+        figures.passed,
+        figures.read,
+        figures.pass_rate_all * 100.0,
+        figures.tasks,
+        figures.reference_pass_rate * 100.0
+    );
+    let categories: Vec<String> = figures
+        .categories
+        .iter()
+        .map(|(c, f)| format!("{c} {}/{}", f.passed, f.tasks))
+        .collect();
+    println!("           {}", categories.join(", "));
+    let wtl = &figures.win_tie_lose;
+    println!(
+        "  win/tie/lose against the reference (by {}): {}/{}/{}",
+        wtl.by, wtl.win, wtl.tie, wtl.lose
+    );
+    println!(
+        "  average turns {:.1} as the paper counts them (10 where the judge failed it); {:.1} by \
+         the {} checks",
+        figures.average_turns, figures.average_turns_checks, figures.agreement.checks
+    );
 }
 
 /// The first 20 of `tasks`, and how many more there are.

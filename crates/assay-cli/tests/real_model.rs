@@ -202,6 +202,85 @@ fn pybench_episodes_with_a_real_model_in_both_protocols() {
     }
 }
 
+#[test]
+fn a_real_small_model_judges_pybench_trajectories() {
+    let dir = tempfile::tempdir().unwrap();
+    pybench_env();
+    let (run, reference) = common::judge_case(dir.path());
+    let data = pybench_data().display().to_string();
+    let (run, reference) = (
+        run.display().to_string(),
+        format!("replay:{}", reference.display()),
+    );
+    // Short requests, for the CPU: 29 and 113 judged against the recording and against
+    // nothing ("Agent1 Failed").
+    let tasks = "29,113";
+    let done = assay(
+        dir.path(),
+        &[
+            "eval",
+            "pybench",
+            "--trajectories",
+            &run,
+            "--data",
+            &data,
+            "--tasks",
+            tasks,
+            "--out",
+            "eval",
+        ],
+    );
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    // The window holds a judge request: upstream's system prompt and two short trajectories.
+    let server = LlamaServer::start(8192, dir.path().join("server.log"));
+    let model = format!("openai:{MODEL}");
+    let judge = [
+        "judge",
+        "pybench",
+        "eval",
+        "--judge",
+        &model,
+        "--base-url",
+        &server.base_url(),
+        "--reference",
+        &reference,
+        "--orders",
+        "paper",
+        "--max-tokens",
+        "256",
+    ];
+    let started = Instant::now();
+    let done = assay(dir.path(), &judge);
+    let (stdout, stderr) = (text(&done.stdout), text(&done.stderr));
+    assert!(done.status.success(), "{stdout}\n{stderr}");
+    eprintln!(
+        "judged in {:.1} s\n{stdout}",
+        started.elapsed().as_secs_f64()
+    );
+    // What a 135M model answers is mostly no verdict: each reply is kept and counted, as a
+    // verdict or as unreadable, never as a pass it did not give.
+    let records = lines(&dir.path().join("eval/judgements.jsonl"));
+    assert_eq!(records.len(), 2, "one request a task");
+    for record in &records {
+        assert!(record["reply"].is_string(), "{record}");
+        assert!(
+            record["verdict"].is_object() != record["unreadable"].is_string(),
+            "{record}"
+        );
+    }
+    let figures = &read_json(&dir.path().join("eval/summary.json"))["judges"][0];
+    let read = figures["read"].as_u64().unwrap();
+    let unreadable = figures["unreadable"].as_object().unwrap().len() as u64;
+    assert_eq!(read + unreadable, 2, "{figures}");
+    assert!(figures["passed"].as_u64().unwrap() <= read);
+    assert!(server.answered() >= 2, "the real server answered them");
+    // Asked again, the same command asks nothing.
+    let before = server.answered();
+    let again = assay(dir.path(), &judge);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(server.answered(), before);
+}
+
 /// Whether `path` has at least `n` lines.
 fn has_lines(path: &Path, n: usize) -> bool {
     std::fs::read_to_string(path).is_ok_and(|t| t.lines().count() >= n)

@@ -356,3 +356,37 @@ pub fn apt_install(packages: &[&str], programs: &[&str]) -> Option<Duration> {
     );
     Some(started.elapsed())
 }
+
+/// Writes the small PyBench case the LLM-judge tests judge into `dir`, with Python as
+/// upstream's runner writes trajectories (`json.dumps(record, ensure_ascii=False)`, keys in
+/// upstream's order): `run.jsonl`, short trajectories of tasks 7, 28, 29, 32 and 113 (the
+/// shared data's opening messages and one final reply each, so the checks say: 7 and 28
+/// pass, 29 and 32 fail), none for 132; and `reference.jsonl`, the same line for 7, the
+/// shared recordings of 28, 29, 32 and 132, none for 113. Gives both paths.
+pub fn judge_case(dir: &Path) -> (PathBuf, PathBuf) {
+    const CRAFT: &str = r#"
+import json, sys
+shared, out = sys.argv[1], sys.argv[2]
+lines = {json.loads(l)["index"]: l for l in open(shared, encoding="utf-8")}
+def short(index, final, like=None):
+    record = json.loads(lines[like or index])
+    record["messages"] = record["messages"][:3] + [{"role": "assistant", "content": final}]
+    record["index"] = index
+    return json.dumps(record, ensure_ascii=False) + "\n"
+run = [short("7", "Finished: 48 38 32 26 23 15 10 2 1"), short("28", "Finished: the year is 2017"),
+       short("29", "Finished: M"), short("32", "Finished: 12"), short("113", "Finished: done", like="28")]
+reference = [run[0], lines["28"], lines["29"], lines["32"], lines["132"]]
+open(out + "/run.jsonl", "w", encoding="utf-8").write("".join(run))
+open(out + "/reference.jsonl", "w", encoding="utf-8").write("".join(reference))
+"#;
+    let shared = pybench_data().join("trajectory.jsonl");
+    #[allow(clippy::disallowed_methods)]
+    let done = Command::new("python3")
+        .args(["-c", CRAFT])
+        .arg(&shared)
+        .arg(dir)
+        .output()
+        .expect("run python3");
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    (dir.join("run.jsonl"), dir.join("reference.jsonl"))
+}
