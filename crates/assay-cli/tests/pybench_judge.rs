@@ -311,6 +311,21 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
         [&json!(2), &json!(1), &json!(1)]
     );
     assert_eq!(f["requests"], 11);
+    // Which answers the figures read: task 7's one request stands for both orders.
+    let answers = f["answers"].as_object().unwrap();
+    assert_eq!(answers.len(), 6);
+    assert_eq!(
+        answers["PyBench/7"]["paper"],
+        answers["PyBench/7"]["swapped"]
+    );
+    assert_ne!(
+        answers["PyBench/29"]["paper"],
+        answers["PyBench/29"]["swapped"]
+    );
+    let keys: Vec<&Value> = kept.iter().map(|r| &r["key"]).collect();
+    assert!(answers
+        .values()
+        .all(|a| keys.contains(&&a["paper"]) && keys.contains(&&a["swapped"])));
     // Ten prompt tokens and five completion tokens a reply, at $2 and $8 a million.
     assert_eq!(f["tokens"]["prompt_tokens"], 110);
     assert!(close(
@@ -410,6 +425,11 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     );
     assert!(s["position"].is_null());
     assert!(close(s["agreement"]["kappa"].as_f64().unwrap(), 0.0));
+
+    // The evaluation run again (it resumes, its episodes the same) keeps both judgings.
+    let (rerun, _, _) = evaluated(dir.path());
+    assert_eq!(rerun, eval);
+    assert_eq!(read_json(&eval.join("summary.json"))["judges"], summary["judges"]);
 }
 
 #[test]

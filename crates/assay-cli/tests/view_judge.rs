@@ -55,10 +55,34 @@ fn episode(task: u32, status: &str) -> Value {
     })
 }
 
+/// The key of a judge request: one per task, prompt and order (a request asked again keeps
+/// its key).
+fn key(task: u32, prompt: &str, order: &str) -> String {
+    format!("{task}-{prompt}-{order}")
+}
+
+/// What a judging read for each task: its requests' keys (task 2's sides were the same
+/// trajectory: one request for both orders).
+fn answers(prompt: &str, both_orders: bool) -> Value {
+    let answered = [2, 3, 7].map(|task| {
+        let paper = key(task, prompt, "paper");
+        let swapped = match (both_orders, task) {
+            (false, _) => None,
+            (true, 2) => Some(paper.clone()),
+            (true, _) => Some(key(task, prompt, "swapped")),
+        };
+        (
+            format!("PyBench/{task}"),
+            json!({"paper": paper, "swapped": swapped}),
+        )
+    });
+    Value::Object(answered.into_iter().collect())
+}
+
 /// A judge request's record, as `assay judge pybench` writes it.
 fn judgement(task: u32, prompt: &str, order: &str, answer: Value) -> Value {
     let mut line = json!({
-        "task_id": format!("PyBench/{task}"), "key": format!("{task:016x}"),
+        "task_id": format!("PyBench/{task}"), "key": key(task, prompt, order),
         "judge": "openai:gpt-4o", "prompt": prompt, "order": order,
         "request": {"system": "You are a code reviewer", "user": "Agent 1's solution: ..."},
         "finish_reason": "stop", "usage": {"prompt_tokens": 5000, "completion_tokens": 60},
@@ -142,6 +166,7 @@ fn judged_run(dir: &Path) {
         "position": {"pairs": 2, "consistent": 1, "follows_first": 0, "follows_second": 1,
                      "other": 0, "rate": 0.5, "changed_tasks": ["PyBench/7"], "pass_same": 2,
                      "pass_only_second": 0, "pass_only_first": 0, "pass_changed_tasks": []},
+        "answers": answers("winlose", true),
         "requests": 5, "tokens": {"prompt_tokens": 25000, "completion_tokens": 300},
         "cost_usd": 0.0655, "published": published,
     }));
@@ -158,6 +183,7 @@ fn judged_run(dir: &Path) {
         "agreement": {"checks": "faithful", "tasks": 1, "both_pass": 1, "judge_only": 0,
                       "checks_only": 0, "both_fail": 0, "observed": 1.0,
                       "judge_only_tasks": [], "checks_only_tasks": []},
+        "answers": answers("scores", false),
         "requests": 2, "tokens": {"prompt_tokens": 10000, "completion_tokens": 120},
     }));
     std::fs::write(

@@ -218,6 +218,18 @@ pub struct PositionBias {
     pub pass_changed_tasks: Vec<String>,
 }
 
+/// The requests a judging read for one task: the `key`s of their lines in
+/// `judgements.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerKeys {
+    /// The request in the paper's order.
+    pub paper: String,
+    /// The request the other way round (both orders): the same key when the two sides are
+    /// the same trajectory (one request, asked once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swapped: Option<String>,
+}
+
 /// The paper's figures of a judged model, when it published some.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PublishedJudge {
@@ -276,6 +288,9 @@ pub struct JudgeFigures {
     /// With both orders: how far the verdict follows the position.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub position: Option<PositionBias>,
+    /// Task → the requests its figures read (for a viewer to find them).
+    #[serde(default)]
+    pub answers: BTreeMap<String, AnswerKeys>,
     /// Requests answered.
     pub requests: usize,
     /// Their tokens.

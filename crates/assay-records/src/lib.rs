@@ -38,8 +38,8 @@ pub use generation::{
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
 pub use judge::{
-    Agreement, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings, JudgeVerdict,
-    JudgementRecord, PerAgent, PositionBias, PublishedJudge, WinTieLose,
+    Agreement, AnswerKeys, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings,
+    JudgeVerdict, JudgementRecord, PerAgent, PositionBias, PublishedJudge, WinTieLose,
 };
 pub use manifest::{
     now, GenerationDone, Identity, Invocation, Kind, Manifest, ModelAccess, StartedServer, SCHEMA,

@@ -250,6 +250,13 @@ fn judge_figures() -> JudgeFigures {
             ..Agreement::default()
         },
         position: Some(PositionBias::default()),
+        answers: BTreeMap::from([(
+            "PyBench/3".into(),
+            AnswerKeys {
+                paper: "k".into(),
+                swapped: Some("k2".into()),
+            },
+        )]),
         requests: 1,
         tokens: TokenUsage::default(),
         cost_usd: Some(0.0),
@@ -536,6 +543,10 @@ fn every_field_of_every_record_is_in_the_spec() {
         ),
         ("JudgeRequest", undocumented(&judgement().request, &spec)),
         ("JudgeFigures", undocumented(&judge_figures(), &spec)),
+        (
+            "AnswerKeys",
+            undocumented(&judge_figures().answers["PyBench/3"], &spec),
+        ),
         (
             "JudgeSettings",
             undocumented(&judge_figures().settings, &spec),

@@ -15,6 +15,8 @@ use crate::html::escape;
 use crate::terminal::listed;
 use crate::{Report, RunFigures};
 
+/// Unreadable and failed tasks the terminal gives the reasons of.
+const REASONS_PRINTED: usize = 5;
 /// Unreadable and failed tasks the HTML page lists with their reasons (the rest are counted).
 const REASONS_SHOWN: usize = 50;
 
@@ -189,8 +191,7 @@ fn judged(report: &Report) -> impl Iterator<Item = (&RunFigures, &JudgeFigures)>
         .flat_map(|run| run.judges.iter().map(move |f| (run, f)))
 }
 
-/// The judgings in the terminal: each one's sentences, its confusion table and the tasks it
-/// is about (the first ten of each list).
+/// The judgings in the terminal, each as [`lines`] says it, under its run's label.
 pub(crate) fn terminal(out: &mut String, report: &Report) {
     let mut any = false;
     for (run, f) in judged(report) {
@@ -202,14 +203,36 @@ pub(crate) fn terminal(out: &mut String, report: &Report) {
             );
             any = true;
         }
-        let _ = writeln!(out, "{}: {}: {}", run.label, title(f), counts(f));
+        let _ = write!(out, "{}: {}", run.label, lines(f));
+    }
+}
+
+/// One judging in the terminal (as `assay judge pybench` prints it too): its sentences, its
+/// confusion table and the tasks it is about (the first ten of each list).
+pub fn lines(f: &JudgeFigures) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}", title(f), counts(f));
+    if f.read == 0 {
+        let _ = writeln!(
+            out,
+            "  no verdict could be read: no Pass Rate (LLM), win/tie/lose or turns"
+        );
+    } else {
         let _ = writeln!(out, "  {}", pass_rate(f));
         if !f.categories.is_empty() {
             let _ = writeln!(out, "    {}", categories(f));
         }
         let _ = writeln!(out, "  {}", win_tie_lose(f));
         let _ = writeln!(out, "  {}", turns(f));
-        let a = &f.agreement;
+    }
+    let a = &f.agreement;
+    if a.tasks == 0 {
+        let _ = writeln!(
+            out,
+            "  the judge and the {} checks judged no task in common",
+            a.checks
+        );
+    } else {
         let _ = writeln!(out, "  {}", agreement(a));
         let _ = writeln!(
             out,
@@ -230,31 +253,35 @@ pub(crate) fn terminal(out: &mut String, report: &Report) {
                 let _ = writeln!(out, "    {what}: {}", listed(tasks));
             }
         }
-        if let Some(p) = &f.position {
-            let _ = writeln!(out, "  {}", position(p));
-            for (what, tasks) in [
-                ("preference changed", &p.changed_tasks),
-                ("the run's Pass changed", &p.pass_changed_tasks),
-            ] {
-                if !tasks.is_empty() {
-                    let _ = writeln!(out, "    {what}: {}", listed(tasks));
-                }
-            }
-        }
-        for (what, why, map) in [
-            ("unreadable", "counted in no rate", &f.unreadable),
-            ("not answered", "a rerun asks again", &f.failed),
-        ] {
-            if !map.is_empty() {
-                let tasks: Vec<String> = in_task_order(map).map(|(t, _)| t.clone()).collect();
-                let _ = writeln!(out, "  {what} ({}, {why}): {}", map.len(), listed(&tasks));
-            }
-        }
-        if let Some(p) = &f.published {
-            let _ = writeln!(out, "  {}", paper(p));
-        }
-        let _ = writeln!(out, "  {}", usage(f));
     }
+    if let Some(p) = &f.position {
+        let _ = writeln!(out, "  {}", position(p));
+        for (what, tasks) in [
+            ("preference changed", &p.changed_tasks),
+            ("the run's Pass changed", &p.pass_changed_tasks),
+        ] {
+            if !tasks.is_empty() {
+                let _ = writeln!(out, "    {what}: {}", listed(tasks));
+            }
+        }
+    }
+    for (what, why, map) in [
+        ("unreadable", "counted in no rate", &f.unreadable),
+        ("not answered", "a rerun asks again", &f.failed),
+    ] {
+        if !map.is_empty() {
+            let tasks: Vec<String> = in_task_order(map).map(|(t, _)| t.clone()).collect();
+            let _ = writeln!(out, "  {what} ({}, {why}): {}", map.len(), listed(&tasks));
+            for (task, reason) in in_task_order(map).take(REASONS_PRINTED) {
+                let _ = writeln!(out, "    {task}: {}", reason.lines().next().unwrap_or(""));
+            }
+        }
+    }
+    if let Some(p) = &f.published {
+        let _ = writeln!(out, "  {}", paper(p));
+    }
+    let _ = writeln!(out, "  {}", usage(f));
+    out
 }
 
 /// The judgings on the HTML page: per run and judging, the figures beside the paper's, per

@@ -4,9 +4,9 @@
 //! what the judge thought), and where this task stands in the judging's figures (the judge and
 //! the checks disagreeing on it, its preference changing with the order).
 //!
-//! A record is matched to a judging by its judge, prompt and order, the last one written
-//! winning (a rerun appends what it asks again). The request itself (both trajectories in
-//! full) is left out: the episode page shows the run's side already.
+//! A record is found by the keys the judging's figures read for the task (`answers`), the
+//! last line of a key winning (a rerun appends what it asks again). The request itself (both
+//! trajectories in full) is left out: the episode page shows the run's side already.
 
 use assay_records::{JudgeFigures, JudgeOrder, JudgementRecord};
 use serde_json::{json, Value};
@@ -17,25 +17,17 @@ pub fn verdicts(judges: &[JudgeFigures], records: &[JudgementRecord], task_id: &
         .iter()
         .map(|f| {
             let settings = &f.settings;
-            let last = |order: JudgeOrder| {
-                records.iter().rev().find(|r| {
-                    r.task_id == task_id
-                        && r.judge == settings.judge
-                        && r.prompt == settings.prompt
-                        && r.order == order
-                })
-            };
-            let paper = last(JudgeOrder::Paper);
+            // The last line of a request wins: a rerun appends what it asks again.
+            let last = |key: &str| records.iter().rev().find(|r| r.key == key);
+            let keys = f.answers.get(task_id);
+            let paper = keys.and_then(|k| last(&k.paper));
             let mut orders = vec![order(JudgeOrder::Paper, paper, false)];
             if f.both_orders {
-                // The two orders of identical trajectories are one request, asked (and
-                // recorded) once, in the paper's order.
-                let swapped = last(JudgeOrder::Swapped);
-                orders.push(order(
-                    JudgeOrder::Swapped,
-                    swapped,
-                    swapped.is_none() && paper.is_some(),
-                ));
+                // Identical trajectories in both orders are one request, asked once.
+                let swapped = keys.and_then(|k| k.swapped.as_deref());
+                let same = keys.is_some_and(|k| Some(k.paper.as_str()) == swapped);
+                let record = if same { None } else { swapped.and_then(last) };
+                orders.push(order(JudgeOrder::Swapped, record, same));
             }
             let agreement = &f.agreement;
             let listed = |tasks: &[String]| tasks.iter().any(|t| t == task_id);
@@ -79,9 +71,9 @@ fn order(order: JudgeOrder, record: Option<&JudgementRecord>, same_as_paper: boo
 mod tests {
     use super::*;
 
-    fn record(task: &str, prompt: &str, order: &str, reply: &str, extra: Value) -> JudgementRecord {
+    fn record(task: &str, key: &str, order: &str, reply: &str, extra: Value) -> JudgementRecord {
         let mut line = json!({
-            "task_id": task, "key": "k", "judge": "openai:j", "prompt": prompt, "order": order,
+            "task_id": task, "key": key, "judge": "openai:j", "prompt": "winlose", "order": order,
             "request": {"system": "s", "user": "both trajectories"}, "reply": reply,
             "finish_reason": "stop", "usage": {"prompt_tokens": 10, "completion_tokens": 2},
             "latency_seconds": 0.5, "attempts": 1,
@@ -92,7 +84,8 @@ mod tests {
         serde_json::from_value(line).unwrap()
     }
 
-    fn judging(prompt: &str, both_orders: bool) -> JudgeFigures {
+    /// A judging of `prompt` that read `answers` (task, paper key, swapped key).
+    fn judging(prompt: &str, both_orders: bool, answers: Value) -> JudgeFigures {
         let mut f = serde_json::from_value::<JudgeFigures>(json!({
             "settings": {"judge": "openai:j", "prompt": prompt, "reference": "r",
                          "reference_digest": "d", "temperature": 0.2, "max_tokens": 1000},
@@ -105,6 +98,7 @@ mod tests {
                           "checks_only": 0, "both_fail": 1, "observed": 0.5,
                           "judge_only_tasks": ["PyBench/3"], "checks_only_tasks": []},
             "requests": 3, "tokens": {"prompt_tokens": 30, "completion_tokens": 6},
+            "answers": answers,
         }))
         .unwrap();
         if both_orders {
@@ -121,48 +115,42 @@ mod tests {
     }
 
     #[test]
-    fn each_judging_shows_its_last_record_of_each_order_for_the_task_alone() {
+    fn each_judging_shows_the_last_line_of_each_request_it_read_for_the_task() {
         let verdict = json!({"verdict": {"pass": {"agent1": "Failed", "agent2": "Pass"},
                                          "decision": {"agent1": 0, "agent2": 1}}});
         let records = [
             record(
                 "PyBench/3",
-                "winlose",
+                "a",
                 "paper",
                 "first",
                 json!({"error": "HTTP 500"}),
             ),
-            record("PyBench/3", "winlose", "paper", "again", verdict.clone()),
+            record("PyBench/3", "a", "paper", "again", verdict.clone()),
             record(
                 "PyBench/3",
-                "winlose",
+                "b",
                 "swapped",
                 "<script>x</script>",
                 json!({"unreadable": "no ``` block in the reply"}),
             ),
-            record(
-                "PyBench/30",
-                "winlose",
-                "paper",
-                "another task",
-                verdict.clone(),
-            ),
+            record("PyBench/30", "c", "paper", "another task", verdict.clone()),
             record(
                 "PyBench/3",
-                "scores",
+                "d",
                 "paper",
                 "scored",
                 json!({"thinking": "hm"}),
             ),
-            record(
-                "PyBench/4",
-                "winlose",
-                "paper",
-                "the same both ways",
-                verdict,
-            ),
+            record("PyBench/3", "e", "paper", "another judging's", json!({})),
+            record("PyBench/4", "f", "paper", "the same both ways", verdict),
         ];
-        let judges = [judging("winlose", true), judging("scores", false)];
+        let winlose = json!({"PyBench/3": {"paper": "a", "swapped": "b"},
+                             "PyBench/4": {"paper": "f", "swapped": "f"}});
+        let judges = [
+            judging("winlose", true, winlose),
+            judging("scores", false, json!({"PyBench/3": {"paper": "d"}})),
+        ];
         let shown = verdicts(&judges, &records, "PyBench/3");
         let [winlose, scores] = shown.as_array().unwrap().as_slice() else {
             panic!("{shown}");
@@ -192,7 +180,7 @@ mod tests {
         let none = verdicts(&judges, &records, "PyBench/9");
         assert_eq!(none[0]["orders"][0]["record"], Value::Null);
         assert_eq!(none[0]["orders"][1]["same_as_paper"], false);
-        // A judge and prompt no judging in the summary has are not shown.
+        // Records no judging in the summary read are not shown.
         assert_eq!(verdicts(&[], &records, "PyBench/3"), json!([]));
     }
 }

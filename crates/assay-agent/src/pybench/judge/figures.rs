@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use assay_records::{
-    Agreement, CategoryFigures, EpisodeRecord, JudgeFigures, JudgeOrder, JudgeSettings,
+    Agreement, AnswerKeys, CategoryFigures, EpisodeRecord, JudgeFigures, JudgeOrder, JudgeSettings,
     JudgeVerdict, JudgementRecord, PositionBias, Prices, PublishedJudge, Status, TokenUsage,
     WinTieLose,
 };
@@ -179,6 +179,16 @@ pub fn figures(judging: Judging, judged: &[Judged], records: &[&JudgementRecord]
         average_turns_checks: judging.average_turns_checks,
         agreement: agreement(&read, judging.checks),
         position: judging.both_orders.then(|| position(judged)),
+        answers: judged
+            .iter()
+            .filter_map(|j| {
+                let keys = AnswerKeys {
+                    paper: j.paper?.key.clone(),
+                    swapped: j.swapped.map(|r| r.key.clone()),
+                };
+                Some((j.episode.task_id.clone(), keys))
+            })
+            .collect(),
         requests: records.len(),
         cost_usd: judging.prices.as_ref().map(|p| p.cost(&tokens)),
         tokens,
