@@ -1,12 +1,14 @@
 //! The paper's published figures (arXiv 2407.16732, Table 3: unit-test pass rates in percent,
-//! overall and per category, and average turns), to show beside a run of the same model. Some
-//! rows' overall rate does not follow from their category rates (docs/pybench.md): they are
-//! shown as published.
+//! overall and per category, the LLM judge's pass rate, and average turns; and the win/tie/lose
+//! counts against GPT-3.5 its chart draws, from upstream's `utils/draw_win_tie_lose.py`), to
+//! show beside a run of the same model. Some rows' overall rate does not follow from their
+//! category rates (docs/pybench.md): they are shown as published.
 
 use assay_records::{PublishedFigures, PublishedJudge};
 
 /// One row of Table 3: the model, names it goes by (lowercase parts of a model id), and
-/// overall, chart, text, image, math and software pass rates, then average turns.
+/// overall, chart, text, image, math and software pass rates, average turns, the LLM pass rate
+/// and the chart's win/tie/lose.
 struct Row {
     model: &'static str,
     names: &'static [&'static str],
