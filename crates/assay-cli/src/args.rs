@@ -6,10 +6,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use assay_models::{parse_think_tags, ServeSettings};
+use assay_models::{parse_think_tags, ApiKey, ModelSpec, ServeSettings};
 use assay_pipeline::engine::EngineSettings;
 use assay_pipeline::generate::ModelSettings;
 use assay_pipeline::judge::JudgeSettings;
+use assay_pipeline::pybench::Access;
 use assay_pipeline::selection::TaskSelection;
 use assay_pyenv::{EnvStatus, Environment, Interpreter, Profile};
 use assay_records::{
@@ -20,6 +21,7 @@ use assay_tasks::bigcodebench::{Subset, VERSIONS};
 use clap::{Args, ValueEnum};
 
 use crate::progress::Spinner;
+use crate::secrets;
 
 /// The prompt style.
 #[derive(Clone, Copy, ValueEnum)]
@@ -293,10 +295,6 @@ pub struct ModelArgs {
     /// `anthropic:MODEL` (ANTHROPIC_API_KEY) or `reference` (the canonical solutions).
     #[arg(long)]
     pub model: Option<String>,
-    /// The server's base URL: for openai including `/v1` (e.g. http://localhost:8000/v1 for
-    /// vLLM), for anthropic without it.
-    #[arg(long)]
-    pub base_url: Option<String>,
     /// A base model: continue the Complete prompt through the completions endpoint, with the
     /// official direct-completion stop strings (Complete split only).
     #[arg(long)]
@@ -319,6 +317,17 @@ pub struct ModelArgs {
     /// Requests in flight at most.
     #[arg(long, default_value_t = 8)]
     pub concurrency: usize,
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+/// How a model's API is reached: every command that calls a model takes these.
+#[derive(Args)]
+pub struct ApiArgs {
+    /// The server's base URL: for openai including `/v1` (e.g. http://localhost:8000/v1 for
+    /// vLLM), for anthropic without it.
+    #[arg(long)]
+    pub base_url: Option<String>,
     /// Seconds one HTTP attempt may take.
     #[arg(long, default_value_t = 300.0)]
     pub request_timeout: f64,
@@ -331,6 +340,29 @@ pub struct ModelArgs {
     pub serve: ServeArgs,
     #[command(flatten)]
     pub reasoning: ReasoningArgs,
+}
+
+impl ApiArgs {
+    /// How the API of `model` (a spec) is reached, with its provider's key if assay took one
+    /// from the environment (none for a spec naming no provider, such as `replay:FILE`).
+    pub fn access(&self, model: &str) -> Access {
+        let api_key = model
+            .parse::<ModelSpec>()
+            .ok()
+            .and_then(|spec| secrets::key(&spec.provider))
+            .map(ApiKey::new);
+        Access {
+            base_url: self.base_url.clone(),
+            api_key,
+            request_timeout: self.request_timeout,
+            retries: self.retries,
+            requests_per_minute: self.provider.requests_per_minute(),
+            tokens_per_minute: self.provider.tokens_per_minute(),
+            prices: self.provider.prices(),
+            serve: self.serve.settings(),
+            reasoning: self.reasoning.settings(),
+        }
+    }
 }
 
 /// How a reasoning model is asked to think, and how its thinking is told from its answers:
@@ -520,7 +552,7 @@ impl ModelArgs {
     pub fn settings(&self) -> ModelSettings {
         ModelSettings {
             model: self.model.clone(),
-            base_url: self.base_url.clone(),
+            base_url: self.api.base_url.clone(),
             direct_completion: self.direct_completion,
             split: self.split.split(),
             n: self.n,
@@ -528,13 +560,13 @@ impl ModelArgs {
             top_p: self.top_p,
             max_tokens: self.max_tokens,
             concurrency: self.concurrency,
-            request_timeout: self.request_timeout,
-            retries: self.retries,
-            requests_per_minute: self.provider.requests_per_minute(),
-            tokens_per_minute: self.provider.tokens_per_minute(),
-            prices: self.provider.prices(),
-            serve: self.serve.settings(),
-            reasoning: self.reasoning.settings(),
+            request_timeout: self.api.request_timeout,
+            retries: self.api.retries,
+            requests_per_minute: self.api.provider.requests_per_minute(),
+            tokens_per_minute: self.api.provider.tokens_per_minute(),
+            prices: self.api.provider.prices(),
+            serve: self.api.serve.settings(),
+            reasoning: self.api.reasoning.settings(),
         }
     }
 }

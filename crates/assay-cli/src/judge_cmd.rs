@@ -6,16 +6,13 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use assay_models::{ApiKey, ModelSpec};
-use assay_pipeline::pybench::Access;
 use assay_pipeline::pybench_judge::{judge_pybench, JudgePybench, Reference};
 use assay_records::JudgePrompt;
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::args::{ProviderArgs, ReasoningArgs, ServeArgs};
+use crate::args::ApiArgs;
 use crate::print;
 use crate::progress::Progress;
-use crate::secrets;
 
 /// What can be judged.
 #[derive(Subcommand)]
@@ -51,9 +48,6 @@ pub struct PybenchJudgeArgs {
     /// server) or `anthropic:MODEL` (ANTHROPIC_API_KEY). The paper's was gpt-4o-2024-05-13.
     #[arg(long)]
     pub judge: String,
-    /// The judge server's base URL: for openai including `/v1`, for anthropic without it.
-    #[arg(long)]
-    pub base_url: Option<String>,
     /// Agent1's trajectories: another PyBench run directory, or `replay:FILE` (an
     /// upstream-format trajectory file). Default: the data folder's trajectory.jsonl,
     /// upstream's GPT-3.5 recording (the paper's Agent1).
@@ -75,31 +69,23 @@ pub struct PybenchJudgeArgs {
     /// Judge requests in flight at most (fewer while the server answers 429 or 503).
     #[arg(long, default_value_t = NonZeroUsize::new(8).expect("8 is not 0"))]
     pub concurrency: NonZeroUsize,
-    /// Seconds one HTTP attempt may take.
-    #[arg(long, default_value_t = 300.0)]
-    pub request_timeout: f64,
-    /// Attempts after the first on rate limits, server errors, timeouts and broken connections.
-    #[arg(long, default_value_t = 6)]
-    pub retries: u32,
     #[command(flatten)]
-    pub provider: ProviderArgs,
-    #[command(flatten)]
-    pub serve: ServeArgs,
-    #[command(flatten)]
-    pub reasoning: ReasoningArgs,
+    pub api: ApiArgs,
     /// Print the judging's figures as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
+impl JudgeCommand {
+    /// Whether it starts a model server (`--serve`), to be stopped on an interrupt.
+    pub fn serving(&self) -> bool {
+        let JudgeCommand::Pybench(args) = self;
+        args.api.serve.serve.is_some()
+    }
+}
+
 pub async fn run(command: JudgeCommand) -> Result<i32> {
     let JudgeCommand::Pybench(args) = command;
-    let api_key = args
-        .judge
-        .parse::<ModelSpec>()
-        .ok()
-        .and_then(|spec| secrets::key(&spec.provider))
-        .map(ApiKey::new);
     let reference = match args.reference.as_deref() {
         None => Reference::Data(args.data.clone()),
         Some(given) => match given.strip_prefix("replay:") {
@@ -109,18 +95,8 @@ pub async fn run(command: JudgeCommand) -> Result<i32> {
     };
     let request = JudgePybench {
         run: args.run,
-        judge: args.judge,
-        access: Access {
-            base_url: args.base_url,
-            api_key,
-            request_timeout: args.request_timeout,
-            retries: args.retries,
-            requests_per_minute: args.provider.requests_per_minute(),
-            tokens_per_minute: args.provider.tokens_per_minute(),
-            prices: args.provider.prices(),
-            serve: args.serve.settings(),
-            reasoning: args.reasoning.settings(),
-        },
+        judge: args.judge.clone(),
+        access: args.api.access(&args.judge),
         reference,
         prompt: match args.prompt {
             PromptArg::Winlose => JudgePrompt::Winlose,

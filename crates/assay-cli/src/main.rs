@@ -85,20 +85,23 @@ fn main() -> std::process::ExitCode {
             None => block_on(eval_cmd::run(args)),
         },
         Command::Generate(args) => {
-            let serving = args.model.serve.serve.is_some();
+            let serving = args.model.api.serve.serve.is_some();
             block_on(signals::or_interrupted(serving, generate_cmd::run(args)))
         }
         Command::Run(args) => match args.pybench {
             Some(run_cmd::PybenchRun::Pybench(args)) => {
-                let serving = args.serve.serve.is_some();
+                let serving = args.api.serve.serve.is_some();
                 block_on(signals::or_interrupted(serving, pybench_cmd::run(*args)))
             }
             None => {
-                let serving = args.model.serve.serve.is_some();
+                let serving = args.model.api.serve.serve.is_some();
                 block_on(signals::or_interrupted(serving, run_cmd::run(args)))
             }
         },
-        Command::Judge(command) => block_on(judge_cmd::run(command)),
+        Command::Judge(command) => {
+            let serving = command.serving();
+            block_on(signals::or_interrupted(serving, judge_cmd::run(command)))
+        }
         Command::Merge(args) => merge_cmd::run(args),
         Command::Report(args) => report_cmd::run(args),
         Command::Export(args) => export_cmd::run(args),

@@ -7,16 +7,14 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use assay_agent::pybench::checks::Mode;
 use assay_agent::pybench::{EpisodeSettings, Protocol};
-use assay_models::{ApiKey, ModelSpec};
-use assay_pipeline::pybench::{pybench, Access, PybenchRequest, Source};
+use assay_pipeline::pybench::{pybench, PybenchRequest, Source};
 use assay_pyenv::Profile;
 use assay_tasks::pybench::PyBench;
 use clap::{Args, ValueEnum};
 
-use crate::args::{EngineArgs, ProviderArgs, ReasoningArgs, ServeArgs, ShardArgs};
+use crate::args::{ApiArgs, EngineArgs, ShardArgs};
 use crate::print;
 use crate::progress::Progress;
-use crate::secrets;
 
 /// The longest cell time limit taken: a day.
 const MAX_CELL_SECONDS: u64 = 24 * 60 * 60;
@@ -70,22 +68,8 @@ pub struct RunArgs {
     /// replies of an upstream trajectory file, in order, whatever the observations say).
     #[arg(long)]
     pub model: String,
-    /// The server's base URL: for openai including `/v1` (e.g. http://localhost:8000/v1 for
-    /// vLLM), for anthropic without it.
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Seconds one HTTP attempt may take.
-    #[arg(long, default_value_t = 300.0)]
-    pub request_timeout: f64,
-    /// Attempts after the first on rate limits, server errors, timeouts and broken connections.
-    #[arg(long, default_value_t = 6)]
-    pub retries: u32,
     #[command(flatten)]
-    pub provider: ProviderArgs,
-    #[command(flatten)]
-    pub serve: ServeArgs,
-    #[command(flatten)]
-    pub reasoning: ReasoningArgs,
+    pub api: ApiArgs,
     /// How the agent's code reaches the interpreter.
     #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown)]
     pub protocol: ProtocolArg,
@@ -124,26 +108,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if !(1..=MAX_CELL_SECONDS).contains(&args.cell_timeout) {
         bail!("--cell-timeout must be from 1 to {MAX_CELL_SECONDS} seconds");
     }
-    // The key of the model's provider, if it names one (a replay has none).
-    let api_key = args
-        .model
-        .parse::<ModelSpec>()
-        .ok()
-        .and_then(|spec| secrets::key(&spec.provider))
-        .map(ApiKey::new);
     let source = Source::Episodes {
+        access: args.api.access(&args.model),
         model: args.model,
-        access: Access {
-            base_url: args.base_url,
-            api_key,
-            request_timeout: args.request_timeout,
-            retries: args.retries,
-            requests_per_minute: args.provider.requests_per_minute(),
-            tokens_per_minute: args.provider.tokens_per_minute(),
-            prices: args.provider.prices(),
-            serve: args.serve.settings(),
-            reasoning: args.reasoning.settings(),
-        },
         settings: EpisodeSettings {
             protocol: match args.protocol {
                 ProtocolArg::Markdown => Protocol::Markdown,

@@ -10,7 +10,7 @@ mod common;
 mod mock;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -134,14 +134,21 @@ fn winlose_judge(server: &MockServer, rate_limit: bool) {
     });
 }
 
-fn judge(run: &Path, server: &MockServer, rest: &[&str], dir: &Path) -> Output {
-    assay_command(dir)
+/// `assay judge pybench RUN` with `server` as the judge, and `rest`.
+fn judge_command(run: &Path, server: &MockServer, rest: &[&str], dir: &Path) -> Command {
+    let mut command = assay_command(dir);
+    command
         .args(["judge", "pybench"])
         .arg(run)
         .args(["--judge", "openai:judge-model", "--base-url"])
         .arg(server.openai_base())
         .args(rest)
-        .env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_API_KEY", KEY);
+    command
+}
+
+fn judge(run: &Path, server: &MockServer, rest: &[&str], dir: &Path) -> Output {
+    judge_command(run, server, rest, dir)
         .output()
         .expect("run assay")
 }
@@ -429,7 +436,10 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     // The evaluation run again (it resumes, its episodes the same) keeps both judgings.
     let (rerun, _, _) = evaluated(dir.path());
     assert_eq!(rerun, eval);
-    assert_eq!(read_json(&eval.join("summary.json"))["judges"], summary["judges"]);
+    assert_eq!(
+        read_json(&eval.join("summary.json"))["judges"],
+        summary["judges"]
+    );
 }
 
 #[test]
@@ -444,13 +454,7 @@ fn a_killed_judging_resumes_without_asking_twice() {
     let server = MockServer::start_on_thread();
     winlose_judge(&server, false);
     server.delay_answers(Duration::from_millis(300));
-    let mut child = assay_command(dir.path())
-        .args(["judge", "pybench"])
-        .arg(&eval)
-        .args(["--judge", "openai:judge-model", "--base-url"])
-        .arg(server.openai_base())
-        .args(args)
-        .env("OPENAI_API_KEY", KEY)
+    let mut child = judge_command(&eval, &server, &args, dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -112,7 +112,8 @@ fn figures(records: &[EpisodeRecord], status: impl Fn(&Verdicts) -> Status) -> P
     }
 }
 
-fn ratio(part: usize, whole: usize) -> f64 {
+/// `part / whole`, 0 when there is no whole.
+pub(crate) fn ratio(part: usize, whole: usize) -> f64 {
     if whole == 0 {
         0.0
     } else {
@@ -120,7 +121,8 @@ fn ratio(part: usize, whole: usize) -> f64 {
     }
 }
 
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
+/// The mean of `values`, 0 when there are none.
+pub(crate) fn mean(values: impl Iterator<Item = f64>) -> f64 {
     let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     if n == 0 {
         0.0

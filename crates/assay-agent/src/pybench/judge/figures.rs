@@ -12,6 +12,7 @@ use assay_records::{
 };
 
 use crate::pybench::checks::Mode;
+use crate::pybench::summary::{mean, ratio};
 
 /// A failed task's turns, as upstream's `calculate_avg_step.py` counts them.
 const FAILED_TURNS: f64 = 10.0;
@@ -312,21 +313,4 @@ pub fn episodes_digest<'a>(episodes: impl Iterator<Item = &'a EpisodeRecord>) ->
 /// 16 hex digits of BLAKE3.
 pub fn digest(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex()[..16].to_string()
-}
-
-fn ratio(part: usize, whole: usize) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64
-    }
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    if n == 0 {
-        0.0
-    } else {
-        sum / n as f64
-    }
 }
