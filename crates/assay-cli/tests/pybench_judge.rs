@@ -215,20 +215,24 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     let printed = text(&done.stdout);
 
     // Upstream's requests, byte for byte: each distinct one asked once (task 7's two orders are
-    // one request: its sides are the same line), the 429 asked again.
+    // one request: its sides are the same line), the 429 asked again; none for 132, which the
+    // run has no trajectory of (set apart).
     let requests = server.requests_to(Route::Chat);
-    let expected = expected_requests(&run, &reference, "winlose");
+    let expected: Vec<Value> = expected_requests(&run, &reference, "winlose")
+        .into_iter()
+        .filter(|e| e["task"] != "132")
+        .collect();
     let mut distinct: Vec<String> = expected
         .iter()
         .map(|e| e["user"].as_str().unwrap().to_string())
         .collect();
     distinct.sort();
     distinct.dedup();
-    assert_eq!(distinct.len(), 11);
+    assert_eq!(distinct.len(), 9);
     assert_eq!(
         requests.len(),
-        12,
-        "11 requests and the one refused with 429"
+        10,
+        "9 requests and the one refused with 429"
     );
     let mut sent: Vec<String> = Vec::new();
     for request in &requests {
@@ -238,6 +242,7 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
         assert_eq!(body["top_p"], 0.5);
         assert_eq!(body["max_tokens"], 1000);
         assert_eq!(body["frequency_penalty"], 1.02);
+        assert_eq!(body["presence_penalty"], 1.0);
         assert_eq!(body["messages"][0]["role"], "system");
         assert_eq!(
             sha256(body["messages"][0]["content"].as_str().unwrap()),
@@ -253,7 +258,7 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
 
     // Every request and reply kept; the figures worked out by hand.
     let kept = lines(&eval.join("judgements.jsonl"));
-    assert_eq!(kept.len(), 11);
+    assert_eq!(kept.len(), 9);
     assert!(kept.iter().all(|r| r["request"]["user"].is_string()
         && r["reply"].is_string()
         && r["error"].is_null()));
@@ -262,7 +267,11 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     assert_eq!(judges.len(), 1);
     let f = &judges[0];
     assert_eq!(f["tasks"], 6);
-    assert_eq!(f["read"], 4, "7, 29, 32 and 132 read");
+    assert!(f["set_apart"]["PyBench/132"]
+        .as_str()
+        .unwrap()
+        .contains("no trajectory"));
+    assert_eq!(f["read"], 3, "7, 29 and 32 read");
     let unreadable = f["unreadable"].as_object().unwrap();
     assert!(unreadable["PyBench/28"]
         .as_str()
@@ -275,15 +284,15 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     assert_eq!(unreadable.len(), 2);
     assert!(f["failed"].as_object().unwrap().is_empty());
     assert_eq!(f["passed"], 2);
-    assert!(close(f["pass_rate"].as_f64().unwrap(), 0.5));
+    assert!(close(f["pass_rate"].as_f64().unwrap(), 2.0 / 3.0));
     assert!(close(f["pass_rate_all"].as_f64().unwrap(), 2.0 / 6.0));
-    assert!(close(f["reference_pass_rate"].as_f64().unwrap(), 0.75));
+    assert!(close(f["reference_pass_rate"].as_f64().unwrap(), 2.0 / 3.0));
     assert_eq!(
         f["win_tie_lose"],
-        json!({"win": 1, "tie": 0, "lose": 3, "by": "decision"})
+        json!({"win": 1, "tie": 0, "lose": 2, "by": "decision"})
     );
-    // 7 and 29 passed in one reply each; 32 and 132 failed: 10 each.
-    assert!(close(f["average_turns"].as_f64().unwrap(), 5.5));
+    // 7 and 29 passed in one reply each; 32 failed: 10.
+    assert!(close(f["average_turns"].as_f64().unwrap(), 4.0));
     let agreement = &f["agreement"];
     assert_eq!(
         [
@@ -300,11 +309,11 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     assert!(close(agreement["kappa"].as_f64().unwrap(), 0.4));
     assert_eq!(agreement["judge_only_tasks"], json!(["PyBench/29"]));
     let position = &f["position"];
-    assert_eq!(position["pairs"], 4);
-    assert_eq!(position["consistent"], 1, "132: the reference both ways");
+    assert_eq!(position["pairs"], 3);
+    assert_eq!(position["consistent"], 0);
     assert_eq!(position["follows_first"], 2, "29 and 32");
     assert_eq!(position["follows_second"], 1, "7");
-    assert!(close(position["rate"].as_f64().unwrap(), 0.75));
+    assert!(close(position["rate"].as_f64().unwrap(), 1.0));
     assert_eq!(
         position["changed_tasks"],
         json!(["PyBench/7", "PyBench/29", "PyBench/32"])
@@ -315,12 +324,12 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
             &position["pass_only_second"],
             &position["pass_only_first"]
         ],
-        [&json!(2), &json!(1), &json!(1)]
+        [&json!(1), &json!(1), &json!(1)]
     );
-    assert_eq!(f["requests"], 11);
+    assert_eq!(f["requests"], 9);
     // Which answers the figures read: task 7's one request stands for both orders.
     let answers = f["answers"].as_object().unwrap();
-    assert_eq!(answers.len(), 6);
+    assert_eq!(answers.len(), 5);
     assert_eq!(
         answers["PyBench/7"]["paper"],
         answers["PyBench/7"]["swapped"]
@@ -334,14 +343,14 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
         .values()
         .all(|a| keys.contains(&&a["paper"]) && keys.contains(&&a["swapped"])));
     // Ten prompt tokens and five completion tokens a reply, at $2 and $8 a million.
-    assert_eq!(f["tokens"]["prompt_tokens"], 110);
+    assert_eq!(f["tokens"]["prompt_tokens"], 90);
     assert!(close(
         f["cost_usd"].as_f64().unwrap(),
-        (110.0 * 2.0 + 55.0 * 8.0) / 1e6
+        (90.0 * 2.0 + 45.0 * 8.0) / 1e6
     ));
-    assert!(printed.contains("Pass Rate (LLM) 50.0% (2/4"), "{printed}");
+    assert!(printed.contains("Pass Rate (LLM) 66.7% (2/3"), "{printed}");
     assert!(printed.contains("Cohen's kappa 0.40"), "{printed}");
-    assert!(printed.contains("win/tie/lose against the reference (by decision): 1/0/3"));
+    assert!(printed.contains("win/tie/lose against the reference (by decision): 1/0/2"));
 
     // The same command again asks nothing and writes the same figures once.
     let again = judge(
@@ -358,7 +367,7 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
         dir.path(),
     );
     assert!(again.status.success(), "{}", text(&again.stderr));
-    assert_eq!(server.requests_to(Route::Chat).len(), 12);
+    assert_eq!(server.requests_to(Route::Chat).len(), 10);
     let rewritten = read_json(&eval.join("summary.json"));
     assert_eq!(rewritten["judges"], summary["judges"]);
 
@@ -391,7 +400,7 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     let shared = pybench_data().join("trajectory.jsonl");
     let expected: Vec<String> = expected_requests(&run, &shared, "scores")
         .iter()
-        .filter(|e| e["order"] == "paper")
+        .filter(|e| e["order"] == "paper" && e["task"] != "132")
         .map(|e| e["user"].as_str().unwrap().to_string())
         .collect();
     let mut sent: Vec<String> = scores
@@ -402,7 +411,9 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
                 sha256(r.body["messages"][0]["content"].as_str().unwrap()),
                 SCORES_SHA256
             );
-            assert!(r.body.get("frequency_penalty").is_none());
+            // What upstream's client sent where the config named none.
+            assert_eq!(r.body["frequency_penalty"], 1.0);
+            assert_eq!(r.body["presence_penalty"], 1.0);
             r.body["messages"][1]["content"]
                 .as_str()
                 .unwrap()
@@ -419,7 +430,7 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     let s = &judges[1];
     assert_eq!(s["settings"]["prompt"], "scores");
     assert_eq!(s["settings"]["reference"], "data:trajectory.jsonl");
-    assert_eq!(s["read"], 5);
+    assert_eq!(s["read"], 4);
     assert!(s["unreadable"]["PyBench/113"]
         .as_str()
         .unwrap()
@@ -428,7 +439,7 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     // Upstream's Score: 7 + int("6") against 5 + int(6.5), the run ahead on every task read.
     assert_eq!(
         s["win_tie_lose"],
-        json!({"win": 5, "tie": 0, "lose": 0, "by": "score"})
+        json!({"win": 4, "tie": 0, "lose": 0, "by": "score"})
     );
     assert!(s["position"].is_null());
     assert!(close(s["agreement"]["kappa"].as_f64().unwrap(), 0.0));
@@ -468,14 +479,14 @@ fn a_killed_judging_resumes_without_asking_twice() {
     child.kill().unwrap();
     child.wait().unwrap();
     let kept = lines(&journal).len();
-    assert!((3..11).contains(&kept), "{kept}");
+    assert!((3..9).contains(&kept), "{kept}");
     let before = server.requests_to(Route::Chat).len();
 
     let done = judge(&eval, &server, &args, dir.path());
     assert!(done.status.success(), "{}", text(&done.stderr));
     let asked = server.requests_to(Route::Chat).len() - before;
-    assert_eq!(asked, 11 - kept, "only what the journal lacked");
-    assert_eq!(lines(&journal).len(), 11);
+    assert_eq!(asked, 9 - kept, "only what the journal lacked");
+    assert_eq!(lines(&journal).len(), 9);
 
     let uninterrupted = MockServer::start_on_thread();
     winlose_judge(&uninterrupted, false);
@@ -498,6 +509,14 @@ fn bad_input_is_refused_by_name_and_a_bad_key_stops_the_judging() {
     let done = judge(&nothing, &server, &[], dir.path());
     assert!(!done.status.success());
     assert!(text(&done.stderr).contains("is not a run directory"));
+
+    // A run that has not ended (no summary) is not judged yet.
+    let unended = dir.path().join("unended");
+    copy_dir(&eval, &unended);
+    std::fs::remove_file(unended.join("summary.json")).unwrap();
+    let done = judge(&unended, &server, &[], dir.path());
+    assert!(!done.status.success());
+    assert!(text(&done.stderr).contains("the run has not ended"));
 
     let bad = dir.path().join("bad.jsonl");
     let mut lines_of = std::fs::read_to_string(&reference).unwrap();

@@ -332,7 +332,7 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
         &[
             "LLM judges",
             "LLM judge openai:gpt-4o winlose prompt · reference data:trajectory.jsonl · both \
-             orders · 3 tasks, 3 verdicts read, 0 unreadable, 0 not answered",
+             orders · 3 tasks, 0 set apart, 3 verdicts read, 0 unreadable, 0 not answered",
             "66.7%\nPass Rate (LLM): 2 of 3 verdicts read (66.7% of all 3); the reference 33.3%",
             "2 / 0 / 1\nwin / tie / lose against the reference (by decision)",
             "4.7\naverage turns as the paper counts them; 4.7 by the faithful checks",
@@ -347,8 +347,8 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
             "preference changed with the order (1)\nPyBench/7",
             "The judge: 5 requests, tokens 25000 in, 300 out, $0.0655",
             // The second judging: a kappa chance alone makes, and what was not read.
-            "scores prompt · reference data:trajectory.jsonl · the paper's order · 3 tasks, 1 \
-             verdicts read, 1 unreadable, 1 not answered",
+            "scores prompt · reference data:trajectory.jsonl · the paper's order · 3 tasks, 0 set \
+             apart, 1 verdicts read, 1 unreadable, 1 not answered",
             "undefined\nCohen's kappa against the faithful checks; agree 100.0% over 1 tasks",
             "unreadable, counted in no rate (1)",
             "not answered, a rerun asks again (1)",
@@ -463,7 +463,7 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
         &text(&out.stdout),
         &[
             "judged: judge openai:gpt-4o (winlose prompt, reference data:trajectory.jsonl, both \
-             orders): 3 tasks, 3 verdicts read, 0 unreadable, 0 not answered",
+             orders): 3 tasks, 0 set apart, 3 verdicts read, 0 unreadable, 0 not answered",
             "  Pass Rate (LLM) 66.7% (2/3; 66.7% of all 3); the reference 33.3%",
             "the judge against the faithful checks over 3 tasks: agree 33.3%, Cohen's kappa -0.50",
             "    passed by the judge only: PyBench/3",

@@ -339,6 +339,7 @@ async fn answer(
         max_tokens: settings.max_tokens,
         stop,
         frequency_penalty: None,
+        presence_penalty: None,
     };
     let (reply, prefix) = match &model {
         Model::Reference => (

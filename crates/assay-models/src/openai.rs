@@ -112,6 +112,9 @@ pub(crate) fn chat_body(
         if let Some(penalty) = request.frequency_penalty {
             body.insert("frequency_penalty".into(), json!(penalty));
         }
+        if let Some(penalty) = request.presence_penalty {
+            body.insert("presence_penalty".into(), json!(penalty));
+        }
     }
     // Sent to whatever model the user gave it for: gpt-oss on vLLM takes it under any name.
     if let Some(effort) = reasoning.effort {

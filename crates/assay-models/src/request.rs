@@ -140,4 +140,6 @@ pub struct Request {
     /// OpenAI's `frequency_penalty` (chat, non-reasoning models); `None` = not sent. Anthropic
     /// has no such parameter: never sent there.
     pub frequency_penalty: Option<f64>,
+    /// OpenAI's `presence_penalty`, under the same rules as `frequency_penalty`.
+    pub presence_penalty: Option<f64>,
 }

@@ -42,6 +42,7 @@ fn chat(n: u32) -> Request {
         max_tokens: 64,
         stop: Vec::new(),
         frequency_penalty: None,
+        presence_penalty: None,
     }
 }
 

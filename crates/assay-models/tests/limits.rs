@@ -46,6 +46,7 @@ fn request() -> Request {
         max_tokens: 64,
         stop: Vec::new(),
         frequency_penalty: None,
+        presence_penalty: None,
     }
 }
 

@@ -43,6 +43,7 @@ fn chat(max_tokens: u32) -> Request {
         max_tokens,
         stop: Vec::new(),
         frequency_penalty: None,
+        presence_penalty: None,
     }
 }
 
@@ -194,6 +195,7 @@ async fn the_effort_reaches_the_request_and_a_model_said_to_reason_gets_no_sampl
         .generate(&Request {
             top_p: Some(0.95),
             frequency_penalty: Some(1.0),
+            presence_penalty: None,
             ..chat(1280)
         })
         .await

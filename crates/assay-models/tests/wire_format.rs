@@ -35,6 +35,7 @@ fn chat(user: &str) -> Request {
         max_tokens: 1280,
         stop: Vec::new(),
         frequency_penalty: None,
+        presence_penalty: None,
     }
 }
 
@@ -113,6 +114,7 @@ async fn openai_chat_sampling_sends_n_and_top_p_and_orders_choices() {
         top_p: Some(0.95),
         stop: vec!["\nif __name__".into()],
         frequency_penalty: None,
+        presence_penalty: None,
         ..chat("p")
     };
     let response = client.generate(&request).await.unwrap();
@@ -180,6 +182,7 @@ async fn openai_completions_send_prompt_and_all_stop_strings() {
         },
         stop: many_stops(),
         frequency_penalty: None,
+        presence_penalty: None,
         ..chat("")
     };
     let response = client.generate(&request).await.unwrap();
@@ -225,6 +228,7 @@ async fn anthropic_sends_messages_body_and_headers() {
     let request = Request {
         stop: stops.clone(),
         frequency_penalty: None,
+        presence_penalty: None,
         ..chat("Complete this.")
     };
     let response = client.generate(&request).await.unwrap();
@@ -379,6 +383,7 @@ fn conversation() -> Request {
         max_tokens: 1000,
         stop: Vec::new(),
         frequency_penalty: Some(1.02),
+        presence_penalty: None,
     }
 }
 

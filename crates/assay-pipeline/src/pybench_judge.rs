@@ -13,14 +13,14 @@ use assay_agent::pybench::judge::{self, read_reference, reply, Shown};
 use assay_agent::pybench::published;
 use assay_models::{Client, Conversation, Prompt, Provider, Request, RequestError, Turn};
 use assay_records::{
-    EpisodeRecord, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings,
+    EpisodeEnd, EpisodeRecord, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings,
     JudgementRecord, Kind, Listener, Manifest, PybenchSummary, RunEvent, TrajectoryRecord,
 };
 use assay_rundir::{RunDir, SUMMARY};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use crate::error::PipelineError;
-use crate::pybench::{chat_client, summary_of, Access, TRAJECTORIES};
+use crate::pybench::{chat_client, Access, TRAJECTORIES};
 use crate::serving;
 
 /// Every judge request and what came of it.
@@ -69,7 +69,7 @@ pub struct JudgeReport {
     pub summary: PybenchSummary,
     /// The run directory.
     pub dir: PathBuf,
-    /// Requests that failed for good (a rerun asks them again).
+    /// Tasks with a request that failed for good (a rerun asks it again).
     pub failed: usize,
 }
 
@@ -115,7 +115,43 @@ pub async fn judge_pybench(
             request.run.display()
         )));
     }
+    // A run is judged once it has ended: its summary is where the judging's figures go.
+    let summary_path = run.path().join(SUMMARY);
+    let summary_text = std::fs::read_to_string(&summary_path).map_err(|_| {
+        PipelineError::Invalid(format!(
+            "{}: the run has not ended (no summary.json); run it to its end first (the same \
+             command resumes it)",
+            request.run.display()
+        ))
+    })?;
+    let mut summary = serde_json::from_str::<PybenchSummary>(&summary_text).map_err(|e| {
+        PipelineError::Invalid(format!(
+            "{}:{}: not a PyBench summary: {e}",
+            summary_path.display(),
+            e.line()
+        ))
+    })?;
     let candidates = trajectories_of(&mut run, &manifest)?;
+    // Episodes with nothing to judge (no trajectory: they could not run here, or the model or
+    // the harness failed for good) are set apart, as the checks set them apart.
+    let index_of = |episode: &EpisodeRecord| {
+        episode
+            .task_id
+            .strip_prefix(assay_tasks::pybench::ID_PREFIX)
+            .unwrap_or(&episode.task_id)
+            .to_string()
+    };
+    let set_apart: BTreeMap<String, String> = episodes
+        .iter()
+        .filter(|e| {
+            !candidates.contains_key(&index_of(e))
+                || matches!(e.end, EpisodeEnd::ModelFailed | EpisodeEnd::HarnessFailed)
+        })
+        .map(|e| (e.task_id.clone(), e.reason.clone()))
+        .collect();
+    let episodes_digest = figures::episodes_digest(episodes.iter());
+    let all_tasks = episodes.len();
+    episodes.retain(|e| !set_apart.contains_key(&e.task_id));
     let (reference_label, references) = reference_trajectories(&request.reference, &manifest)?;
     let client = chat_client(&request.judge, &request.access, request.concurrency)?;
     let anthropic = client.spec().provider == Provider::Anthropic;
@@ -135,7 +171,8 @@ pub async fn judge_pybench(
         temperature: judge::TEMPERATURE,
         top_p: (!anthropic).then_some(judge::TOP_P),
         max_tokens: request.max_tokens,
-        frequency_penalty: judge::frequency_penalty(request.prompt).filter(|_| !anthropic),
+        frequency_penalty: (!anthropic).then(|| judge::frequency_penalty(request.prompt)),
+        presence_penalty: (!anthropic).then_some(judge::PRESENCE_PENALTY),
         reasoning: request.access.reasoning.in_identity(),
     };
 
@@ -148,12 +185,9 @@ pub async fn judge_pybench(
         .iter()
         .enumerate()
         .flat_map(|(n, episode)| {
-            let index = episode
-                .task_id
-                .strip_prefix(assay_tasks::pybench::ID_PREFIX)
-                .unwrap_or(&episode.task_id);
-            let run_side = candidates.get(index);
-            let reference_side = references.get(index);
+            let index = index_of(episode);
+            let run_side = candidates.get(&index);
+            let reference_side = references.get(&index);
             let settings = &settings;
             orders.iter().map(move |&order| {
                 let (first, second) = judge::agents(order, reference_side, run_side);
@@ -182,7 +216,10 @@ pub async fn judge_pybench(
     let mut answered: HashMap<String, JudgementRecord> = earlier
         .into_iter()
         .filter(|r| r.error.is_none())
-        .map(|r| (r.key.clone(), r))
+        .map(|mut r| {
+            reread(&mut r);
+            (r.key.clone(), r)
+        })
         .collect();
     // Each request once: the two orders of identical trajectories are one request.
     let mut seen = std::collections::HashSet::new();
@@ -268,16 +305,6 @@ pub async fn judge_pybench(
         Some("fixed") => Mode::Fixed,
         _ => Mode::Faithful,
     };
-    let mut summary = match std::fs::read_to_string(run.path().join(SUMMARY)) {
-        Ok(text) => serde_json::from_str::<PybenchSummary>(&text).map_err(|e| {
-            PipelineError::Invalid(format!(
-                "{}:{}: not a PyBench summary: {e}",
-                run.path().join(SUMMARY).display(),
-                e.line()
-            ))
-        })?,
-        Err(_) => summary_of(&episodes, &manifest, checks, 0.0),
-    };
     let published = manifest
         .identity
         .model
@@ -294,6 +321,9 @@ pub async fn judge_pybench(
             },
             prices: request.access.prices,
             published,
+            set_apart,
+            tasks: all_tasks,
+            episodes_digest,
         },
         &judged,
         &used,
@@ -304,13 +334,25 @@ pub async fn judge_pybench(
         .judges
         .retain(|j| j.episodes_digest == figures.episodes_digest && j.key != figures.key);
     summary.judges.push(figures.clone());
+    // The summary keeps its time: when the run ended, not when it was judged.
+    let ended = std::fs::metadata(&summary_path).and_then(|m| m.modified());
     run.write_json(SUMMARY, &summary)?;
+    if let Ok(ended) = ended {
+        let kept = std::fs::File::options()
+            .write(true)
+            .open(&summary_path)
+            .and_then(|f| f.set_modified(ended));
+        if let Err(e) = kept {
+            tracing::warn!("{}: {e}", summary_path.display());
+        }
+    }
     listener.on_event(&RunEvent::JudgingFinished);
+    let failed = figures.failed.len();
     Ok(JudgeReport {
         figures,
         summary,
         dir: run.path().to_path_buf(),
-        failed: failed.len(),
+        failed,
     })
 }
 
@@ -323,6 +365,7 @@ fn request_key(settings: &JudgeSettings, request: &JudgeRequest) -> String {
         "top_p": settings.top_p,
         "max_tokens": settings.max_tokens,
         "frequency_penalty": settings.frequency_penalty,
+        "presence_penalty": settings.presence_penalty,
         "reasoning": settings.reasoning,
         "system": request.system,
         "user": request.user,
@@ -349,6 +392,7 @@ async fn ask_judge(
         max_tokens: settings.max_tokens,
         stop: Vec::new(),
         frequency_penalty: settings.frequency_penalty,
+        presence_penalty: settings.presence_penalty,
     };
     let mut record = JudgementRecord {
         task_id: episode.task_id.clone(),
@@ -369,12 +413,8 @@ async fn ask_judge(
     };
     match client.generate(&chat).await {
         Ok(response) => {
-            let text = response.answers.into_iter().next().unwrap_or_default();
-            match reply::read(&text, settings.prompt) {
-                Ok(verdict) => record.verdict = Some(verdict),
-                Err(why) => record.unreadable = Some(why),
-            }
-            record.reply = Some(text);
+            record.reply = Some(response.answers.into_iter().next().unwrap_or_default());
+            reread(&mut record);
             record.thinking = response
                 .thinking
                 .into_iter()
@@ -408,6 +448,23 @@ async fn ask_judge(
             record.attempts = attempts;
             record.error = Some(e.to_string());
             (record, false)
+        }
+    }
+}
+
+/// Reads `record`'s reply (again: an answer kept by an earlier session is read as this assay
+/// reads replies); a request too long for the judge's window keeps its reason.
+fn reread(record: &mut JudgementRecord) {
+    if let Some(reply) = &record.reply {
+        match reply::read(reply, record.prompt) {
+            Ok(verdict) => {
+                record.verdict = Some(verdict);
+                record.unreadable = None;
+            }
+            Err(why) => {
+                record.verdict = None;
+                record.unreadable = Some(why);
+            }
         }
     }
 }

@@ -142,9 +142,13 @@ pub struct JudgeSettings {
     pub top_p: Option<f64>,
     /// Token limit of a reply (upstream's 1000).
     pub max_tokens: u32,
-    /// Frequency penalty (the winlose config's 1.02; OpenAI-style servers only).
+    /// Frequency penalty (the winlose config's 1.02, upstream's client's 1.0 for scores;
+    /// OpenAI-style servers only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub frequency_penalty: Option<f64>,
+    /// Presence penalty (upstream's client's 1.0; OpenAI-style servers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
     /// The judge's reasoning settings, when any differs from its default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningSettings>,
@@ -259,17 +263,22 @@ pub struct JudgeFigures {
     pub both_orders: bool,
     /// Tasks of the run.
     pub tasks: usize,
+    /// Task → why it was not judged: the run has no trajectory for it (it could not run here,
+    /// or the model or the harness failed for good). Counted as failed in `pass_rate_all`
+    /// only.
+    #[serde(default)]
+    pub set_apart: BTreeMap<String, String>,
     /// Tasks whose verdict (the paper's order) was read.
     pub read: usize,
     /// Task → why its reply could not be read (counted in no rate, as upstream).
     pub unreadable: BTreeMap<String, String>,
-    /// Task → why its request failed for good (a rerun asks again).
+    /// Task → why its request (of either order) failed for good (a rerun asks again).
     pub failed: BTreeMap<String, String>,
     /// Tasks the judge passed.
     pub passed: usize,
     /// Pass Rate (LLM): `passed / read`, as upstream divides.
     pub pass_rate: f64,
-    /// `passed / tasks`: what could not be read counted as failed.
+    /// `passed / tasks`: what could not be read, and what was set apart, counted as failed.
     pub pass_rate_all: f64,
     /// Per paper category, over the tasks read.
     pub categories: BTreeMap<String, CategoryFigures>,

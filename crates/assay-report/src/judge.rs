@@ -53,8 +53,9 @@ pub fn title(f: &JudgeFigures) -> String {
 /// What was read of the replies.
 pub fn counts(f: &JudgeFigures) -> String {
     format!(
-        "{} tasks, {} verdicts read, {} unreadable, {} not answered",
+        "{} tasks, {} set apart, {} verdicts read, {} unreadable, {} not answered",
         f.tasks,
+        f.set_apart.len(),
         f.read,
         f.unreadable.len(),
         f.failed.len()
@@ -268,6 +269,7 @@ pub fn lines(f: &JudgeFigures) -> String {
     for (what, why, map) in [
         ("unreadable", "counted in no rate", &f.unreadable),
         ("not answered", "a rerun asks again", &f.failed),
+        ("set apart", "nothing to judge", &f.set_apart),
     ] {
         if !map.is_empty() {
             let tasks: Vec<String> = in_task_order(map).map(|(t, _)| t.clone()).collect();
@@ -314,6 +316,7 @@ pub(crate) fn html(out: &mut String, report: &Report) {
         }
         reasons(out, "unreadable", "counted in no rate", &f.unreadable);
         reasons(out, "not answered", "a rerun asks again", &f.failed);
+        reasons(out, "set apart", "nothing to judge", &f.set_apart);
         let _ = write!(
             out,
             "<p class=\"muted\">{}</p></section>",
@@ -535,7 +538,7 @@ pub(crate) mod tests {
         let text = crate::render(&report_of("run1", vec![judging()]));
         for line in [
             "run1: judge openai:<b>judge</b> (winlose prompt, reference data:trajectory.jsonl, \
-             both orders): 5 tasks, 4 verdicts read, 1 unreadable, 0 not answered",
+             both orders): 5 tasks, 0 set apart, 4 verdicts read, 1 unreadable, 0 not answered",
             "  Pass Rate (LLM) 75.0% (3/4; 60.0% of all 5); the reference 50.0%",
             "    chart_analysis 3/4 (75.0%)",
             "  win/tie/lose against the reference (by decision): 2/1/1",

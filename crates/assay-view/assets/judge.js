@@ -74,9 +74,10 @@ function paperText(paper) {
 function judging(id, f) {
   const s = f.settings, a = f.agreement, w = f.win_tie_lose, p = f.position;
   const unreadable = Object.keys(f.unreadable || {}).length, failed = Object.keys(f.failed || {}).length;
+  const apart = Object.keys(f.set_apart || {}).length;
   return el("details", { class: "judging", open: true },
     el("summary", {}, `LLM judge ${s.judge} `, el("span", { class: "muted" },
-      `${s.prompt} prompt · reference ${s.reference} · ${orderText(f)} · ${f.tasks} tasks, ${f.read} verdicts read, ` +
+      `${s.prompt} prompt · reference ${s.reference} · ${orderText(f)} · ${f.tasks} tasks, ${apart} set apart, ${f.read} verdicts read, ` +
       `${unreadable} unreadable, ${failed} not answered`)),
     el("div", { class: "figures" },
       figure(pct(f.pass_rate), `Pass Rate (LLM): ${f.passed} of ${f.read} verdicts read (${pct(f.pass_rate_all)} of all ${f.tasks}); the reference ${pct(f.reference_pass_rate)}`),
@@ -93,6 +94,7 @@ function judging(id, f) {
     p ? taskList(id, "the run's Pass changed with the order", p.pass_changed_tasks) : null,
     taskReasons(id, "unreadable, counted in no rate", f.unreadable),
     taskReasons(id, "not answered, a rerun asks again", f.failed),
+    taskReasons(id, "set apart, nothing to judge", f.set_apart),
     el("p", { class: "muted" }, `The judge: ${plural(f.requests, "request", "requests")}, tokens ${tokensText(f.tokens)}` +
       (f.cost_usd !== undefined && f.cost_usd !== null ? `, ${dollars(f.cost_usd)}` : "")));
 }

@@ -55,6 +55,7 @@ impl ChatAgent {
             max_tokens: self.reply_tokens,
             stop: Vec::new(),
             frequency_penalty: (!anthropic).then_some(FREQUENCY_PENALTY),
+            presence_penalty: None,
         }
     }
 

@@ -46,6 +46,12 @@ pub struct Judging {
     pub prices: Option<Prices>,
     /// The paper's figures for the run's model.
     pub published: Option<PublishedJudge>,
+    /// Tasks of the run not judged, and why (they have no trajectory).
+    pub set_apart: BTreeMap<String, String>,
+    /// Tasks of the run, those set apart included.
+    pub tasks: usize,
+    /// The run's episodes' digest ([`episodes_digest`]).
+    pub episodes_digest: String,
 }
 
 /// The run's side of a verdict: (the run's, the reference's) values of a field. The order is
@@ -88,8 +94,8 @@ fn passes(order: JudgeOrder, verdict: &JudgeVerdict) -> (String, String) {
     sides(order, &verdict.pass.agent1, &verdict.pass.agent2)
 }
 
-/// The figures of `judged` (every task of the run), `records` being every answer the
-/// judging used (their tokens are counted).
+/// The figures of `judged` (every task of the run but those set apart), `records` being every
+/// answer the judging used (their tokens are counted).
 pub fn figures(judging: Judging, judged: &[Judged], records: &[&JudgementRecord]) -> JudgeFigures {
     let read: Vec<(&Judged, &JudgeVerdict)> = judged
         .iter()
@@ -102,11 +108,21 @@ pub fn figures(judging: Judging, judged: &[Judged], records: &[&JudgementRecord]
             Some((j.episode.task_id.clone(), record.unreadable.clone()?))
         })
         .collect();
+    // A request of either order that failed for good (a rerun asks it again).
     let failed = judged
         .iter()
-        .filter_map(|j| match j.paper {
-            None => Some((j.episode.task_id.clone(), "not asked".to_string())),
-            Some(record) => Some((j.episode.task_id.clone(), record.error.clone()?)),
+        .filter_map(|j| {
+            let why = match (j.paper, j.swapped) {
+                (None, _) => "not asked".to_string(),
+                (Some(paper), swapped) => {
+                    match (&paper.error, swapped.and_then(|r| r.error.as_ref())) {
+                        (Some(error), _) => error.clone(),
+                        (None, Some(error)) => format!("the swapped order: {error}"),
+                        (None, None) => return None,
+                    }
+                }
+            };
+            Some((j.episode.task_id.clone(), why))
         })
         .collect();
     let run_passes = |v: &JudgeVerdict| passes(JudgeOrder::Paper, v).0 == PASS;
@@ -164,15 +180,16 @@ pub fn figures(judging: Judging, judged: &[Judged], records: &[&JudgementRecord]
     }
     JudgeFigures {
         key: settings_key(&judging.settings),
-        episodes_digest: episodes_digest(judged.iter().map(|j| j.episode)),
+        episodes_digest: judging.episodes_digest,
         both_orders: judging.both_orders,
-        tasks: judged.len(),
+        tasks: judging.tasks,
+        set_apart: judging.set_apart,
         read: read.len(),
         unreadable,
         failed,
         passed,
         pass_rate: ratio(passed, read.len()),
-        pass_rate_all: ratio(passed, judged.len()),
+        pass_rate_all: ratio(passed, judging.tasks),
         categories,
         reference_pass_rate: ratio(reference_passed, read.len()),
         win_tie_lose,

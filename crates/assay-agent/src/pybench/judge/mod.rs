@@ -33,8 +33,13 @@ pub const TEMPERATURE: f64 = 0.2;
 pub const TOP_P: f64 = 0.5;
 /// Both configs' max_tokens.
 pub const MAX_TOKENS: u32 = 1000;
-/// The winlose config's frequency penalty (the scores config has none).
+/// The winlose config's frequency penalty.
 pub const WINLOSE_FREQUENCY_PENALTY: f64 = 1.02;
+/// The frequency penalty upstream's client (`llms/llmcenter.py`) sends when a config names
+/// none, as the scores config does.
+pub const DEFAULT_FREQUENCY_PENALTY: f64 = 1.0;
+/// The presence penalty upstream's client sends for both configs (neither names one).
+pub const PRESENCE_PENALTY: f64 = 1.0;
 
 /// The system prompt of `prompt`.
 pub fn system_prompt(prompt: JudgePrompt) -> &'static str {
@@ -44,11 +49,11 @@ pub fn system_prompt(prompt: JudgePrompt) -> &'static str {
     }
 }
 
-/// The frequency penalty `prompt`'s config sends.
-pub fn frequency_penalty(prompt: JudgePrompt) -> Option<f64> {
+/// The frequency penalty upstream's client sent with `prompt`.
+pub fn frequency_penalty(prompt: JudgePrompt) -> f64 {
     match prompt {
-        JudgePrompt::Winlose => Some(WINLOSE_FREQUENCY_PENALTY),
-        JudgePrompt::Scores => None,
+        JudgePrompt::Winlose => WINLOSE_FREQUENCY_PENALTY,
+        JudgePrompt::Scores => DEFAULT_FREQUENCY_PENALTY,
     }
 }
 
@@ -118,8 +123,9 @@ pub enum ReferenceError {
     },
 }
 
-/// An upstream-format trajectory file's lines by task index, each as it is in the file (the
-/// last line of an index wins, as upstream's map keeps it). Blank lines are skipped.
+/// An upstream-format trajectory file's lines by task index, each as Python's text mode reads
+/// it from the file (a `\r\n` ending read as `\n`). Blank lines are skipped; a file that
+/// gives an index twice is refused before this reads it (`replay::read_trajectories`).
 pub fn read_reference(path: &Path) -> Result<BTreeMap<String, Shown>, ReferenceError> {
     let bytes = std::fs::read(path).map_err(|source| ReferenceError::Io {
         path: path.to_path_buf(),
@@ -144,8 +150,13 @@ pub fn read_reference(path: &Path) -> Result<BTreeMap<String, Shown>, ReferenceE
             why,
         };
         let value = PyValue::parse(line).map_err(|e| bad(e.to_string()))?;
+        // Python's text mode reads a `\r\n` ending as `\n`.
+        let line = match line.strip_suffix("\r\n") {
+            Some(body) => format!("{body}\n"),
+            None => line.to_string(),
+        };
         let trajectory = Shown {
-            line: line.to_string(),
+            line,
             indented: value.dumps_indented(),
         };
         let index = match value.get("index") {
