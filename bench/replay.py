@@ -79,10 +79,13 @@ def thinking_reply(text, mode):
     return {"role": "assistant", "content": text}, "stop"
 
 
-def serve(recorded, mode="none"):
+def serve(recorded, mode="none", delay=0.0):
+    """A loopback server answering as `recorded` says, each answer `delay` seconds after its
+    request (a model's time to answer)."""
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            time.sleep(delay)
             text = recorded.answer(body["messages"][0]["content"])
             if text is None:
                 self.reply(404, {"error": {"message": "no recorded answer for this prompt", "type": "not_found"}})
