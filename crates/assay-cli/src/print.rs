@@ -7,17 +7,7 @@ use assay_records::{
     ContextCounts, EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split,
     StabilitySummary, TokenUsage, OFFICIAL_TIMEOUT_SECONDS,
 };
-use assay_report::count;
-
-/// A cost in US dollars: cents, or finer below a dollar (a few requests cost fractions of a
-/// cent).
-fn dollars(usd: f64) -> String {
-    if usd >= 1.0 {
-        format!("${usd:.2}")
-    } else {
-        format!("${usd:.4}")
-    }
-}
+use assay_report::{count, dollars};
 
 /// `, $X` when there is a cost, to end a phrase about tokens.
 fn cost(usd: Option<f64>) -> String {

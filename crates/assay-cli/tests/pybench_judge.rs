@@ -198,19 +198,15 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     let server = MockServer::start_on_thread();
     winlose_judge(&server, true);
     let reference_arg = format!("replay:{}", reference.display());
-    let done = judge(
-        &eval,
-        &server,
-        &[
-            "--reference",
-            &reference_arg,
-            "--price-in",
-            "2",
-            "--price-out",
-            "8",
-        ],
-        dir.path(),
-    );
+    let priced = [
+        "--reference",
+        &reference_arg,
+        "--price-in",
+        "2",
+        "--price-out",
+        "8",
+    ];
+    let done = judge(&eval, &server, &priced, dir.path());
     assert!(done.status.success(), "{}", text(&done.stderr));
     let printed = text(&done.stdout);
 
@@ -353,19 +349,7 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     assert!(printed.contains("win/tie/lose against the reference (by decision): 1/0/2"));
 
     // The same command again asks nothing and writes the same figures once.
-    let again = judge(
-        &eval,
-        &server,
-        &[
-            "--reference",
-            &reference_arg,
-            "--price-in",
-            "2",
-            "--price-out",
-            "8",
-        ],
-        dir.path(),
-    );
+    let again = judge(&eval, &server, &priced, dir.path());
     assert!(again.status.success(), "{}", text(&again.stderr));
     assert_eq!(server.requests_to(Route::Chat).len(), 10);
     let rewritten = read_json(&eval.join("summary.json"));

@@ -65,8 +65,6 @@ pub struct JudgePybench {
 pub struct JudgeReport {
     /// Its figures.
     pub figures: JudgeFigures,
-    /// The run's summary, with them.
-    pub summary: PybenchSummary,
     /// The run directory.
     pub dir: PathBuf,
     /// Tasks with a request that failed for good (a rerun asks it again).
@@ -223,18 +221,18 @@ pub async fn judge_pybench(
         .collect();
     // Each request once: the two orders of identical trajectories are one request.
     let mut seen = std::collections::HashSet::new();
-    let pending: Vec<&Ask> = asks
+    let distinct: Vec<&Ask> = asks
         .iter()
-        .filter(|a| !answered.contains_key(&a.key) && seen.insert(a.key.as_str()))
+        .filter(|a| seen.insert(a.key.as_str()))
         .collect();
-    let distinct = asks
+    let pending: Vec<&Ask> = distinct
         .iter()
-        .map(|a| a.key.as_str())
-        .collect::<std::collections::HashSet<_>>()
-        .len();
+        .copied()
+        .filter(|a| !answered.contains_key(&a.key))
+        .collect();
     listener.on_event(&RunEvent::JudgeStarted {
-        requests: distinct,
-        done: distinct - pending.len(),
+        requests: distinct.len(),
+        done: distinct.len() - pending.len(),
     });
     let server = match &request.access.serve {
         Some(serve) if !pending.is_empty() => Some(
@@ -278,7 +276,6 @@ pub async fn judge_pybench(
     }
 
     // The figures, from the answers this judging's requests have.
-    let mut seen_once = std::collections::HashSet::new();
     let answer = |ask: &Ask| answered.get(&ask.key).or_else(|| failed.get(&ask.key));
     let judged: Vec<Judged> = episodes
         .iter()
@@ -296,9 +293,8 @@ pub async fn judge_pybench(
             }
         })
         .collect();
-    let used: Vec<&JudgementRecord> = asks
+    let used: Vec<&JudgementRecord> = distinct
         .iter()
-        .filter(|a| seen_once.insert(a.key.as_str()))
         .filter_map(|a| answered.get(&a.key))
         .collect();
     let checks = match manifest.identity.checks.as_deref() {
@@ -350,7 +346,6 @@ pub async fn judge_pybench(
     let failed = figures.failed.len();
     Ok(JudgeReport {
         figures,
-        summary,
         dir: run.path().to_path_buf(),
         failed,
     })

@@ -13,7 +13,7 @@ use assay_records::{Agreement, JudgeFigures, PositionBias, PublishedJudge};
 
 use crate::html::escape;
 use crate::terminal::listed;
-use crate::{Report, RunFigures};
+use crate::{dollars, Report, RunFigures};
 
 /// Unreadable and failed tasks the terminal gives the reasons of.
 const REASONS_PRINTED: usize = 5;
@@ -23,15 +23,6 @@ const REASONS_SHOWN: usize = 50;
 /// `0.441` as `44.1%`.
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
-}
-
-/// US dollars as the terminal prints them: cents where they matter, four places below $1.
-fn dollars(usd: f64) -> String {
-    if usd >= 1.0 {
-        format!("${usd:.2}")
-    } else {
-        format!("${usd:.4}")
-    }
 }
 
 /// The judge, its prompt, its reference and the orders asked: what makes one judging.

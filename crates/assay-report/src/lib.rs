@@ -311,6 +311,16 @@ pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A cost in US dollars: cents, or finer below a dollar (a few requests cost fractions of a
+/// cent).
+pub fn dollars(usd: f64) -> String {
+    if usd >= 1.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
 /// A benchmark with its prompt style, as reports show it: `bigcodebench-hard complete`.
 pub(crate) fn setting_name(benchmark: &str, split: Option<&str>) -> String {
     match split {
