@@ -16,7 +16,10 @@ use std::time::Duration;
 // Task 3 dedups a CSV into ./output/3.csv; task 7's check wants the region counts in the
 // final answer.
 use common::PYBENCH_DEDUP as DEDUP;
-use common::{assay_command, lines, pybench_data, pybench_env, read_json, run_pybench, text};
+use common::{
+    assay_command, lines, pybench_data, pybench_env, query, read_json, run_pybench, task_statuses,
+    text,
+};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -44,14 +47,6 @@ fn run_mock(server: &MockServer, tasks: &str, out: &Path, rest: &[&str], dir: &P
         key,
         dir,
     )
-}
-
-/// The query of a request: the third message (system, [INFO], query).
-fn query(body: &Value) -> String {
-    body["messages"][2]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string()
 }
 
 #[test]
@@ -105,16 +100,14 @@ fn a_model_drives_episodes_through_markdown_replies() {
     );
 
     let records = lines(&out.join("results.jsonl"));
-    let statuses: Vec<(&str, &str)> = records
-        .iter()
-        .map(|r| {
-            (
-                r["task_id"].as_str().unwrap(),
-                r["status"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(statuses, [("PyBench/3", "pass"), ("PyBench/7", "pass")]);
+    let statuses = task_statuses(&out.join("results.jsonl"));
+    assert_eq!(
+        statuses,
+        [
+            ("PyBench/3".into(), "pass".into()),
+            ("PyBench/7".into(), "pass".into())
+        ]
+    );
     assert_eq!(records[0]["turns"], 2);
     assert!(out.join("tasks/3/output/3.csv").is_file());
     let generation = lines(&out.join("generation.jsonl"));

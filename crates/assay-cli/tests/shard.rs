@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Output;
 
 use common::{
-    assay_command, assert_merge_is_the_single_run, lines, pybench_data, pybench_env, read_json,
-    text, write_samples,
+    assay_command, assert_same_judging, lines, pybench_data, pybench_env, read_json, text,
+    write_samples,
 };
 use serde_json::{json, Value};
 
@@ -168,7 +168,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
     let merge = |args: &[&str]| merge(dir.path(), args);
     succeeded(merge(&["shard-1", "shard-0", "--out", "merged"]));
     let (whole_dir, merged_dir) = (dir.path().join("whole"), dir.path().join("merged"));
-    assert_merge_is_the_single_run(&merged_dir, &whole_dir);
+    assert_same_judging(&merged_dir, &whole_dir);
     let (merged_summary, whole_summary) = (
         read_json(&merged_dir.join("summary.json")),
         read_json(&whole_dir.join("summary.json")),
@@ -218,7 +218,7 @@ fn shards_judge_every_task_once_with_the_verdicts_of_one_run() {
         "{}",
         text(&out.stderr)
     );
-    assert_merge_is_the_single_run(&dir.path().join("m0"), &whole_dir);
+    assert_same_judging(&dir.path().join("m0"), &whole_dir);
     copy("shard-0", "shard-0-other", &|name, text| {
         if name != "results.jsonl" {
             return text;
@@ -341,7 +341,7 @@ fn merged_shards_of_assay_run_are_the_single_run_with_its_generation() {
     run("s2", &["--shard", "2/3"]);
     succeeded(merge(dir.path(), &["s2", "s0", "s1", "--out", "merged"]));
     let (whole, merged) = (dir.path().join("whole"), dir.path().join("merged"));
-    assert_merge_is_the_single_run(&merged, &whole);
+    assert_same_judging(&merged, &whole);
     // Every request of every shard (a single run journals them as they return, the merge in
     // task order); the generation's totals over them all.
     let tasks_of = |dir: &Path| sorted_task_ids(&dir.join("generation.jsonl"));
@@ -461,7 +461,7 @@ fn missing_and_unfinished_shards_are_listed_with_the_commands_that_run_them() {
             "merged",
         ],
     ));
-    assert_merge_is_the_single_run(&dir.path().join("merged"), &dir.path().join("whole"));
+    assert_same_judging(&dir.path().join("merged"), &dir.path().join("whole"));
     let manifest = read_json(&dir.path().join("merged/manifest.json"));
     assert_eq!(manifest["command"]["args"][1], "merge");
 }

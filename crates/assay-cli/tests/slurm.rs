@@ -20,8 +20,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    apt_install, assay_command, assert_merge_is_the_single_run, cache_root, find_program, lines,
-    read_json, run_bounded, text, without_cluster_vars, write_samples,
+    apt_install, assay_command, assert_same_judging, cache_root, find_program, lines, read_json,
+    run_bounded, text, without_cluster_vars, write_samples,
 };
 use serde_json::json;
 
@@ -474,7 +474,7 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
     }
 
     let (merged, whole) = (work.path().join("runs/bcb"), work.path().join("whole"));
-    assert_merge_is_the_single_run(&merged, &whole);
+    assert_same_judging(&merged, &whole);
     let passed = lines(&merged.join("results.jsonl"))
         .iter()
         .filter(|r| r["status"] == "pass")

@@ -15,6 +15,31 @@ pub struct Wanted<'a> {
     pub digest: &'a str,
 }
 
+/// An earlier session's records by task and program: each counts once, for an answer of the
+/// same task that runs the same program.
+pub struct Earlier(HashMap<(String, String), Vec<SampleRecord>>);
+
+impl Earlier {
+    /// `records`, by task and program digest.
+    pub fn new(records: Vec<SampleRecord>) -> Earlier {
+        let mut earlier: HashMap<(String, String), Vec<SampleRecord>> = HashMap::new();
+        for record in records {
+            earlier
+                .entry((record.task_id.clone(), record.program_digest.clone()))
+                .or_default()
+                .push(record);
+        }
+        Earlier(earlier)
+    }
+
+    /// A record of `task_id` running the program of `digest`, once.
+    pub fn take(&mut self, task_id: &str, digest: &str) -> Option<SampleRecord> {
+        self.0
+            .get_mut(&(task_id.to_string(), digest.to_string()))
+            .and_then(Vec::pop)
+    }
+}
+
 /// The verdicts `records` (an earlier session's) already give, by sample index. A record
 /// counts for a sample of the same task that executes the same program, wherever that sample
 /// now is in the file (a resumed run may have added answers since); records that fit no
@@ -23,17 +48,10 @@ pub fn reuse<'a>(
     records: Vec<SampleRecord>,
     wanted: impl IntoIterator<Item = Wanted<'a>>,
 ) -> BTreeMap<usize, SampleRecord> {
-    let mut earlier: HashMap<(String, String), Vec<SampleRecord>> = HashMap::new();
-    for record in records {
-        earlier
-            .entry((record.task_id.clone(), record.program_digest.clone()))
-            .or_default()
-            .push(record);
-    }
+    let mut earlier = Earlier::new(records);
     let mut results = BTreeMap::new();
     for sample in wanted {
-        let key = (sample.task_id.to_string(), sample.digest.to_string());
-        if let Some(mut record) = earlier.get_mut(&key).and_then(Vec::pop) {
+        if let Some(mut record) = earlier.take(sample.task_id, sample.digest) {
             record.index = sample.index;
             results.insert(sample.index, record);
         }

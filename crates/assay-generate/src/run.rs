@@ -8,13 +8,14 @@ use std::time::Instant;
 
 use assay_models::{hit_token_limit, Client, LoadReports, Prompt, Request, RequestError, Response};
 use assay_records::{
-    ContextLimit, GenerationOutcome, GenerationRecord, GenerationSettings, GenerationTotals,
-    Listener, Prices, RunEvent, TokenUsage, Unanswered,
+    Answer, ContextLimit, GenerationOutcome, GenerationRecord, GenerationSettings,
+    GenerationTotals, Listener, Prices, RunEvent, TokenUsage, Unanswered,
 };
 use assay_rundir::{python_json, Journal, RunDir, RunDirError, SAMPLES};
 use assay_sanitize::Sanitizer;
 use assay_tasks::bigcodebench::{Dataset, Task};
 use serde::Serialize;
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::prompt;
@@ -131,6 +132,58 @@ pub struct Generation<'a> {
     pub concurrency: usize,
     /// What tokens cost, for the totals.
     pub prices: Option<Prices>,
+    /// Where each answer goes on to be judged, and in what order to ask: none for a
+    /// generation alone.
+    pub onward: Option<Onward>,
+}
+
+/// Where `assay run` wants each answer once it is sanitized and in the log (those of earlier
+/// sessions first), to judge it at once, and in what order it wants them asked for: the tasks
+/// slowest to judge first, so that their verdicts do not end the run alone.
+pub struct Onward {
+    /// Where answers go.
+    pub answers: mpsc::UnboundedSender<Answer>,
+    /// How long each task's sample is expected to take to judge, in seconds (absent: unknown,
+    /// asked after the known, in dataset order).
+    pub judging_seconds: HashMap<String, f64>,
+}
+
+/// Numbers answers as `samples.jsonl` places them once every task has all it asked for:
+/// tasks in dataset order, `n` places each, a task's answers in the order they came.
+struct Places {
+    first: HashMap<String, usize>,
+    given: HashMap<String, usize>,
+}
+
+impl Places {
+    fn new(dataset: &Dataset, n: u32) -> Places {
+        let first = dataset
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, task)| (task.task_id.clone(), i * n as usize))
+            .collect();
+        Places {
+            first,
+            given: HashMap::new(),
+        }
+    }
+
+    /// Sends `record`'s answers to `to`, each with its place.
+    fn send(&mut self, record: &GenerationRecord, to: &mpsc::UnboundedSender<Answer>) {
+        let first = self.first.get(&record.task_id).copied().unwrap_or(0);
+        let given = self.given.entry(record.task_id.clone()).or_insert(0);
+        for (i, solution) in record.solutions.iter().enumerate() {
+            // A receiver gone has stopped judging; the generation goes on regardless.
+            let _ = to.send(Answer {
+                index: first + *given,
+                task_id: record.task_id.clone(),
+                solution: solution.clone(),
+                empty_note: record.empty_note(i),
+            });
+            *given += 1;
+        }
+    }
 }
 
 /// A generation's log read back, and the requests it still needs: what a caller looks at
@@ -151,7 +204,7 @@ impl Pending {
 impl Generation<'_> {
     /// Reads `generation.jsonl` in `dir` back (a bad record is an error naming its line and
     /// field) and works out the requests still needed for every task's answers.
-    pub fn pending(&self, dir: &mut RunDir) -> Result<Pending, GenerateError> {
+    pub fn pending(&self, dir: &RunDir) -> Result<Pending, GenerateError> {
         let settings = self.settings;
         if matches!(self.model, Model::Completion(_))
             && settings.split == assay_tasks::bigcodebench::Split::Instruct
@@ -194,6 +247,9 @@ impl Generation<'_> {
             }
         }
         drop(answered);
+        if let Some(onward) = &self.onward {
+            slowest_first(&mut work, &onward.judging_seconds);
+        }
         Ok(Pending {
             journal,
             records,
@@ -205,7 +261,7 @@ impl Generation<'_> {
     /// record goes to `generation.jsonl`, then to `listener` as an event.
     pub async fn run(
         &self,
-        dir: &mut RunDir,
+        dir: &RunDir,
         pending: Pending,
         listener: &mut dyn Listener,
     ) -> Result<Generated, GenerateError> {
@@ -222,6 +278,13 @@ impl Generation<'_> {
             done: total - missing,
         });
 
+        let mut places = Places::new(self.dataset, settings.n);
+        let onward = self.onward.as_ref().map(|o| &o.answers);
+        if let Some(to) = onward {
+            for record in &records {
+                places.send(record, to);
+            }
+        }
         let mut running = JoinSet::new();
         let mut failures: BTreeMap<String, Unanswered> = BTreeMap::new();
         let mut stop = None;
@@ -266,6 +329,9 @@ impl Generation<'_> {
                 }
             };
             journal.append(&record)?;
+            if let Some(to) = onward {
+                places.send(&record, to);
+            }
             listener.on_event(&RunEvent::Answered {
                 record: Box::new(record.clone()),
             });
@@ -298,7 +364,7 @@ impl Generation<'_> {
         journal.sync()?;
         // Whatever was answered is usable (by `assay eval`, by the official harness) even when
         // the run stopped.
-        let (written, empty_answers) = write_samples(dir, self.dataset, &records)?;
+        let written = write_samples(dir, self.dataset, &records)?;
         if let Some(error) = stop {
             return Err(error);
         }
@@ -308,18 +374,23 @@ impl Generation<'_> {
                 unanswered: failures.into_values().collect(),
                 totals: totals(&records, self.prices.as_ref()),
             },
-            empty_answers,
         })
     }
 }
 
-/// What a generation came to, and why some of its answers are empty.
+/// Orders `work` by the tasks' expected judging `seconds`, slowest first; equal (or
+/// unknown: 0) keep their order.
+fn slowest_first(work: &mut VecDeque<(Arc<Task>, u32)>, seconds: &HashMap<String, f64>) {
+    let of = |task: &Task| seconds.get(&task.task_id).copied().unwrap_or(0.0);
+    // A stable sort.
+    work.make_contiguous()
+        .sort_by(|(a, _), (b, _)| of(b).total_cmp(&of(a)));
+}
+
+/// What a generation came to.
 pub struct Generated {
     /// The outcome, as the manifest keeps it.
     pub outcome: GenerationOutcome,
-    /// Samples (by their index in `samples.jsonl`) whose answer is empty because no request
-    /// fit the model's context window, with why: said before their verdict's reason.
-    pub empty_answers: BTreeMap<usize, String>,
 }
 
 /// Asks `model` for `need` answers to `task` and sanitizes them.
@@ -482,13 +553,12 @@ async fn ask(
 }
 
 /// Writes `samples.jsonl`: tasks in dataset order, each task's answers in the order they
-/// came, one official row each (as Python's `json.dumps` writes it). Returns the rows written
-/// and the rows left empty by a full context window, with why.
+/// came, one official row each (as Python's `json.dumps` writes it). Returns the rows written.
 fn write_samples(
     dir: &RunDir,
     dataset: &Dataset,
     records: &[GenerationRecord],
-) -> Result<(usize, BTreeMap<usize, String>), RunDirError> {
+) -> Result<usize, RunDirError> {
     let mut by_task: HashMap<&str, Vec<&GenerationRecord>> = HashMap::new();
     for record in records {
         by_task
@@ -498,13 +568,9 @@ fn write_samples(
     }
     let mut text = String::new();
     let mut rows = 0;
-    let mut empty = BTreeMap::new();
     for task in &dataset.tasks {
         for record in by_task.get(task.task_id.as_str()).into_iter().flatten() {
-            for (i, (raw, solution)) in record.raw.iter().zip(&record.solutions).enumerate() {
-                if let Some(note) = record.empty_note(i) {
-                    empty.insert(rows, note);
-                }
+            for (raw, solution) in record.raw.iter().zip(&record.solutions) {
                 text.push_str(&python_json::dumps(&Row {
                     task_id: &task.task_id,
                     solution,
@@ -516,7 +582,7 @@ fn write_samples(
         }
     }
     dir.write_file(SAMPLES, text.as_bytes())?;
-    Ok((rows, empty))
+    Ok(rows)
 }
 
 /// What the answered requests of `records` cost, as the manifest's generation totals say; in
@@ -559,4 +625,24 @@ pub fn totals(records: &[GenerationRecord], prices: Option<&Prices>) -> Generati
     totals.cost_usd = prices.map(|p| p.cost(&totals.usage));
     totals.reasoning_cost_usd = prices.and_then(|p| p.reasoning_cost(&totals.usage));
     totals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_tasks::bigcodebench::Subset;
+
+    #[test]
+    fn the_tasks_slowest_to_judge_are_asked_first() {
+        let dataset = Dataset::embedded("v0.1.4", Subset::Hard).unwrap();
+        let id = |i: usize| dataset.tasks[i].task_id.clone();
+        let mut work: VecDeque<(Arc<Task>, u32)> = (0..6)
+            .map(|i| (Arc::new(dataset.tasks[i].clone()), 1))
+            .collect();
+        let seconds = HashMap::from([(id(4), 30.0), (id(1), 2.5), (id(3), 2.5), (id(5), 0.1)]);
+        slowest_first(&mut work, &seconds);
+        let order: Vec<String> = work.iter().map(|(t, _)| t.task_id.clone()).collect();
+        // Equal and unknown expectations keep the dataset's order.
+        assert_eq!(order, [id(4), id(1), id(3), id(5), id(0), id(2)]);
+    }
 }

@@ -1,11 +1,11 @@
 //! `eval`: a samples file judged into a run directory, resumably, with the official files.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use assay_eval::bigcodebench::samples::{self, model_name};
 use assay_records::{EvalSummary, Kind, Listener, Manifest, RunEvent, Split};
 use assay_rundir::SAMPLES;
+use tokio::sync::mpsc;
 
 use crate::error::PipelineError;
 use crate::judge::{Evaluate, JudgeSettings};
@@ -89,18 +89,35 @@ pub async fn eval(
         .map(|s| s.text.clone() + "\n")
         .collect();
     run.write_file(SAMPLES, evaluated.as_bytes())?;
-    let prepared = judge.prepare(&dataset, listener).await?;
+    let mut prepared = judge.prepare(&dataset, listener).await?;
+    // Every sample is an answer already there: all of them arrive at once.
+    let tasks = dataset.by_id();
+    let (answers, arrived) = mpsc::unbounded_channel();
+    for sample in &samples.samples {
+        let _ = answers.send(sample.answer(tasks[sample.task_id.as_str()]));
+    }
+    drop(answers);
+    let verdicts = judge
+        .judge(
+            &mut prepared,
+            &dataset,
+            &run,
+            opened.records,
+            samples.samples.len(),
+            arrived,
+            listener,
+        )
+        .await?;
     let summary = judge
-        .evaluate(
+        .conclude(
             prepared,
+            verdicts,
             Evaluate {
                 dataset: &dataset,
                 samples: &samples,
                 run: &mut run,
-                records: opened.records,
                 model: &model,
                 unanswered: &[],
-                empty_answers: &BTreeMap::new(),
                 generation: None,
             },
             listener,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use assay_generate::{prompt, resolve, Generated, Generation, Model};
+use assay_generate::{prompt, resolve, Generated, Generation, Model, Onward};
 use assay_models::{
     ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider, ServeSettings,
 };
@@ -238,13 +238,16 @@ impl Chosen {
 }
 
 /// Generates into `run` and records the outcome, and how the model was reached this time, in
-/// its manifest; then tells `listener` the generation finished.
+/// its manifest; then tells `listener` the generation finished. `onward` (for `assay run`):
+/// where each answer, sanitized and logged, goes on to be judged at once, and the order to
+/// ask in.
 pub async fn generate(
-    run: &mut RunDir,
+    run: &RunDir,
     dataset: &Dataset,
     chosen: &Chosen,
     python: &Path,
     listener: &mut dyn Listener,
+    onward: Option<Onward>,
 ) -> Result<Generated, PipelineError> {
     let python = python.to_path_buf();
     let sanitizer = tokio::task::spawn_blocking(move || Sanitizer::new(&python))
@@ -258,6 +261,7 @@ pub async fn generate(
         sanitizer: Arc::new(Mutex::new(sanitizer)),
         concurrency: chosen.access.concurrency,
         prices: chosen.access.prices,
+        onward,
     };
     let pending = generation.pending(run)?;
     let server = match (&chosen.serve, chosen.model.client()) {
@@ -323,8 +327,8 @@ pub async fn generate_only(
             .default_dir(chosen.settings.split, &chosen.name)
     });
     let manifest = chosen.manifest(Kind::BigcodebenchGenerate, &request.tasks, &dataset);
-    let mut run = RunDir::open::<serde_json::Value>(&out, &manifest)?.dir;
-    let outcome = generate(&mut run, &dataset, chosen, &request.python, listener)
+    let run = RunDir::open::<serde_json::Value>(&out, &manifest)?.dir;
+    let outcome = generate(&run, &dataset, chosen, &request.python, listener, None)
         .await?
         .outcome;
     Ok(GenerateReport {

@@ -1,22 +1,23 @@
 //! Judging settings and a started judge: the engine, its environment, and what every
 //! judging pipeline (eval, run, check) does with them.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use assay_eval::bigcodebench::evaluation::{check, Evaluation};
+use assay_eval::bigcodebench::evaluation::{check, Ending, Judging, Verdicts};
 use assay_eval::bigcodebench::ground_truth::References;
 use assay_eval::bigcodebench::options::{Options, STACK_BYTES};
 use assay_eval::bigcodebench::samples::Samples;
 use assay_eval::bigcodebench::verdict::Environment;
 use assay_eval::probe::missing_modules;
 use assay_records::{
-    Conditions, EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener, Manifest,
-    RunEvent, SampleRecord, Split, TimePolicy,
+    Answer, Conditions, EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener,
+    Manifest, RunEvent, SampleRecord, Split, TimePolicy,
 };
 use assay_rundir::{Opened, RunDir, SUMMARY};
 use assay_sandbox::{Engine, Limits};
 use assay_tasks::bigcodebench::Dataset;
+use tokio::sync::mpsc;
 
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
@@ -123,7 +124,8 @@ pub struct Prepared {
     references: References,
 }
 
-/// One evaluation into an open run directory.
+/// The end of an evaluation in an open run directory: the samples its answers are, and what
+/// the model never answered.
 pub struct Evaluate<'a> {
     /// The tasks.
     pub dataset: &'a Dataset,
@@ -131,17 +133,29 @@ pub struct Evaluate<'a> {
     pub samples: &'a Samples,
     /// The run directory.
     pub run: &'a mut RunDir,
-    /// Its records from earlier sessions.
-    pub records: Vec<SampleRecord>,
     /// The model's name in `pass_at_k.json`.
     pub model: &'a str,
     /// Samples the model never answered (task id, why).
     pub unanswered: &'a [(String, String)],
-    /// Samples whose answer is empty because their prompt did not fit the model's context
-    /// window, with why.
-    pub empty_answers: &'a BTreeMap<usize, String>,
     /// What generating the samples cost, when this run generated them.
     pub generation: Option<&'a GenerationTotals>,
+}
+
+impl Prepared {
+    /// How long each task of `dataset` is expected to take to judge, in seconds, as far as is
+    /// known here: what a run asks the model for first.
+    pub fn judging_seconds(&self, dataset: &Dataset) -> HashMap<String, f64> {
+        dataset
+            .tasks
+            .iter()
+            .map(|t| {
+                (
+                    t.task_id.clone(),
+                    self.references.expected_seconds(&t.task_id),
+                )
+            })
+            .collect()
+    }
 }
 
 impl Judge {
@@ -228,7 +242,7 @@ impl Judge {
     }
 
     /// Runs the reference solutions not measured yet (their times set the samples' time
-    /// limits): `assay check`, and `assay run` while the model answers.
+    /// limits): `assay check`.
     pub async fn measure_references(
         &self,
         prepared: &mut Prepared,
@@ -245,10 +259,41 @@ impl Judge {
         .await?)
     }
 
-    /// Judges the samples not judged yet; writes the official files and `summary.json`.
-    pub async fn evaluate(
+    /// Judges each answer `answers` brings as it arrives, into `run` (whose `earlier` records
+    /// an answer running the same program keeps); reference solutions not measured yet run on
+    /// the way. `expected`: answers to come in all.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn judge(
+        &self,
+        prepared: &mut Prepared,
+        dataset: &Dataset,
+        run: &RunDir,
+        earlier: Vec<SampleRecord>,
+        expected: usize,
+        answers: mpsc::UnboundedReceiver<Answer>,
+        listener: &mut dyn Listener,
+    ) -> Result<Verdicts, PipelineError> {
+        let Prepared {
+            environment,
+            references,
+        } = prepared;
+        let judging = Judging {
+            engine: &self.engine,
+            dataset,
+            options: &self.options,
+            environment,
+        };
+        Ok(judging
+            .judge(run, earlier, references, expected, answers, listener)
+            .await?)
+    }
+
+    /// Gives the samples of `job` their `verdicts`, writes the official files and
+    /// `summary.json`, then runs the stability rounds asked for.
+    pub async fn conclude(
         &self,
         prepared: Prepared,
+        verdicts: Verdicts,
         job: Evaluate<'_>,
         listener: &mut dyn Listener,
     ) -> Result<EvalSummary, PipelineError> {
@@ -256,25 +301,25 @@ impl Judge {
             environment,
             mut references,
         } = prepared;
-        let evaluation = Evaluation {
+        let judging = Judging {
             engine: &self.engine,
             dataset: job.dataset,
-            samples: job.samples,
             options: &self.options,
             environment: &environment,
+        };
+        let ending = Ending {
+            samples: job.samples,
             model: job.model,
             unanswered: job.unanswered,
-            empty_answers: job.empty_answers,
             generation: job.generation,
         };
-        let judged = evaluation
-            .run(job.run, job.records, &mut references, listener)
-            .await?;
+        let judged = verdicts.conclude(&judging, job.run, &mut references, ending, listener)?;
         let mut summary = judged.summary;
         if self.stability > 0 {
             let found = stability::rounds(
                 self,
-                &evaluation,
+                &judging,
+                job.samples,
                 job.run,
                 &judged.results,
                 &references,

@@ -29,7 +29,7 @@ use assay_rundir::{Journal, RunDir, SUMMARY};
 use assay_sandbox::{Engine, InputFile, Limits, SessionSpec, Tree};
 use assay_tasks::pybench::{PyBench, Task};
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
@@ -556,6 +556,9 @@ pub async fn pybench(
         .map(|t| (t.index.clone(), watch::channel(false)))
         .collect();
     let places = Semaphore::new(EPISODES_AT_ONCE.get());
+    // The tasks whose episodes ended (their checks start), told by the tasks as it happens
+    // and by the loop below to the listener, which the loop alone holds.
+    let (ended, mut episodes_ended) = mpsc::unbounded_channel::<String>();
     let context = Context {
         data: &data,
         engine: &engine,
@@ -565,6 +568,7 @@ pub async fn pybench(
         checks: request.checks,
         finished: &finished,
         places: &places,
+        episode_ends: ended,
     };
     let mut running = FuturesUnordered::new();
     for task in &pending {
@@ -603,14 +607,25 @@ pub async fn pybench(
     };
     let mut reports = LoadReports::new(client);
     let mut unfinished = 0;
+    // Each task's future goes from its episode to its checks without waiting for any other
+    // (see `Context::task`), so a record is here as soon as its own checks are done.
     loop {
         let next = tokio::select! {
             next = running.next() => next,
+            Some(task_id) = episodes_ended.recv() => {
+                listener.on_event(&RunEvent::EpisodeEnded { task_id });
+                continue;
+            }
             event = reports.next() => {
                 listener.on_event(&event);
                 continue;
             }
         };
+        // A task tells of its episode's end before its record comes: the listener hears
+        // both in that order (a task that never ran sends its end just before its record).
+        while let Ok(task_id) = episodes_ended.try_recv() {
+            listener.on_event(&RunEvent::EpisodeEnded { task_id });
+        }
         let Some((record, trajectory)) = next else {
             break;
         };
@@ -769,17 +784,26 @@ struct Context<'a> {
     checks: Mode,
     finished: &'a BTreeMap<String, (watch::Sender<bool>, watch::Receiver<bool>)>,
     places: &'a Semaphore,
+    /// Where a task says its episode ended (its task id), for the loop to tell the listener.
+    episode_ends: mpsc::UnboundedSender<String>,
 }
 
 impl Context<'_> {
     /// One task: its episode (or recording), its outputs saved, its checks.
+    ///
+    /// The checks start as soon as this task's own episode has ended, whatever the others are
+    /// doing: the episode's place among those running is given back first, and nothing here
+    /// waits for another task, except the checks of upstream's 68 and 82, which read the
+    /// outputs of 67's and 81's episodes and so wait for those to end
+    /// ([`Context::await_outputs_read_by`]). Every kind of task tells of its episode's end
+    /// ([`Context::ended`]) before its checks, or its record when it has none to run.
     async fn task(&self, task: &Task, item: Item<'_>) -> (EpisodeRecord, Option<TrajectoryRecord>) {
         // From the episode's start: not the wait for a place among those running.
         let mut started = Instant::now();
         let (messages, turns, (end, end_reason), cells, tokens, outputs, trajectory) = match item {
             Item::Rejudge(earlier) => {
                 let (old, trajectory) = *earlier;
-                self.done(task);
+                self.ended(task);
                 self.await_outputs_read_by(task).await;
                 let messages = trajectory.map(|t| t.messages).unwrap_or_default();
                 let verdicts = self.judge.judge(&task.index, &messages).await;
@@ -793,12 +817,12 @@ impl Context<'_> {
                 return (record, None);
             }
             Item::Recorded(None, file) => {
-                self.done(task);
+                self.ended(task);
                 let why = format!("{} has no trajectory for this task", file.display());
                 return (not_run(task, why, EpisodeEnd::Recorded), None);
             }
             Item::Recorded(Some(recorded), _) => {
-                self.done(task);
+                self.ended(task);
                 let turns = assistant_turns(&recorded.messages);
                 (
                     recorded.messages.clone(),
@@ -814,8 +838,9 @@ impl Context<'_> {
                 let place = self.places.acquire().await.expect("never closed");
                 started = Instant::now();
                 let ran = self.episode(task, agent, settings).await;
+                // Its place goes to another episode before its checks run.
                 drop(place);
-                self.done(task);
+                self.ended(task);
                 let (episode, outputs) = match ran {
                     Ok(ran) => ran,
                     Err(NotRun::Here(why)) => {
@@ -886,10 +911,14 @@ impl Context<'_> {
         }
     }
 
-    fn done(&self, task: &Task) {
+    /// The episode of `task` ended (or its recording was read), its outputs kept: the checks
+    /// that read them may start, and the listener hears that its own checks start now.
+    fn ended(&self, task: &Task) {
         if let Some((sender, _)) = self.finished.get(&task.index) {
             let _ = sender.send(true);
         }
+        // The loop holds the receiver as long as any task runs.
+        let _ = self.episode_ends.send(task.task_id());
     }
 
     /// Runs the episode in a fresh session with the task's inputs and an empty `./output/`,

@@ -1,13 +1,15 @@
-//! `run`: generate, then judge, into one run directory. The reference solutions run while
-//! the model answers.
+//! `run`: generate and judge at once, into one run directory: each answer is judged as soon
+//! as the model gives it, and the reference solutions run meanwhile, so a run takes about as
+//! long as the slower of its two halves.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use assay_eval::bigcodebench::samples;
-use assay_generate::Generated;
+use assay_generate::{Generated, Onward};
 use assay_records::{EvalSummary, GenerationOutcome, Kind, Listener, RunEvent, Split};
 use assay_rundir::SAMPLES;
+use tokio::sync::mpsc;
 
 use crate::error::PipelineError;
 use crate::generate::{generate, Chosen};
@@ -40,7 +42,7 @@ pub struct RunReport {
     pub dir: PathBuf,
 }
 
-/// One listener heard by two tasks at once (the generation and the reference runs).
+/// One listener heard by two tasks at once (the generation and the judging).
 struct Shared<'a, 'b, 'c>(&'a Mutex<&'b mut (dyn Listener + 'c)>);
 
 impl Listener for Shared<'_, '_, '_> {
@@ -52,7 +54,7 @@ impl Listener for Shared<'_, '_, '_> {
     }
 }
 
-/// Generates, then evaluates, telling `listener` as it goes.
+/// Generates and evaluates at once, telling `listener` as it goes.
 pub async fn run(
     request: RunRequest,
     listener: &mut dyn Listener,
@@ -74,18 +76,39 @@ pub async fn run(
     let mut run = opened.dir;
     let mut prepared = judge.prepare(&dataset, listener).await?;
     let python = judge.python();
-    let Generated {
-        outcome,
-        empty_answers,
-    } = {
-        let shared = Mutex::new(&mut *listener);
-        let (mut answers, mut references) = (Shared(&shared), Shared(&shared));
-        let (generated, _) = tokio::try_join!(
-            generate(&mut run, &dataset, chosen, &python, &mut answers),
-            judge.measure_references(&mut prepared, &dataset, &mut references),
-        )?;
-        generated
+    // Each answer is judged as soon as it is sanitized and logged, while the model answers
+    // the others (the tasks slowest to judge asked first); the reference solutions run
+    // meanwhile.
+    let (answers, arrived) = mpsc::unbounded_channel();
+    let onward = Onward {
+        answers,
+        judging_seconds: prepared.judging_seconds(&dataset),
     };
+    let expected = dataset.tasks.len() * chosen.settings.n as usize;
+    let (generated, verdicts) = {
+        let shared = Mutex::new(&mut *listener);
+        let (mut generating, mut judging) = (Shared(&shared), Shared(&shared));
+        tokio::try_join!(
+            generate(
+                &run,
+                &dataset,
+                chosen,
+                &python,
+                &mut generating,
+                Some(onward)
+            ),
+            judge.judge(
+                &mut prepared,
+                &dataset,
+                &run,
+                opened.records,
+                expected,
+                arrived,
+                &mut judging,
+            ),
+        )?
+    };
+    let Generated { outcome } = generated;
     if outcome.samples == 0 {
         return Err(PipelineError::Invalid(
             "the model answered no task, so there is nothing to evaluate; rerun the same command \
@@ -100,16 +123,15 @@ pub async fn run(
         .flat_map(|u| (0..u.samples).map(|_| (u.task_id.clone(), u.reason.clone())))
         .collect();
     let evaluation = judge
-        .evaluate(
+        .conclude(
             prepared,
+            verdicts,
             Evaluate {
                 dataset: &dataset,
                 samples: &samples,
                 run: &mut run,
-                records: opened.records,
                 model: &chosen.name,
                 unanswered: &unanswered,
-                empty_answers: &empty_answers,
                 // The reference solutions cost nothing and bill no tokens.
                 generation: chosen.calls_api().then_some(&outcome.totals),
             },

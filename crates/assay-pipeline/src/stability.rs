@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use assay_eval::bigcodebench::evaluation::Evaluation;
+use assay_eval::bigcodebench::evaluation::Judging;
 use assay_eval::bigcodebench::ground_truth::References;
+use assay_eval::bigcodebench::samples::Samples;
 use assay_eval::bigcodebench::summary::scores;
 use assay_eval::resume::{reuse, Wanted};
 use assay_records::{
@@ -29,10 +30,11 @@ pub const STABILITY: &str = "stability.jsonl";
 /// own conditions), the sample's index.
 type Key = (u32, Option<Change>, usize);
 
-/// Runs `judge`'s stability rounds over the samples `evaluation` judged (`results`).
+/// Runs `judge`'s stability rounds over the `samples` judged (`results`) on `judging`.
 pub(crate) async fn rounds(
     judge: &Judge,
-    evaluation: &Evaluation<'_>,
+    judging: &Judging<'_>,
+    samples: &Samples,
     run: &mut RunDir,
     results: &BTreeMap<usize, SampleRecord>,
     references: &References,
@@ -70,13 +72,13 @@ pub(crate) async fn rounds(
             // other neighbours.
             let jobs = (change == Change::Load).then(|| 2 * judge.engine().concurrency());
             let engine = judge.other_engine(conditions, jobs).await?;
-            let other = Evaluation {
+            let other = Judging {
                 engine: &engine,
-                ..*evaluation
+                ..*judging
             };
             let place = (round, Some(change), conditions);
             reruns
-                .run(&other, &todo, references, place, listener)
+                .run((&other, samples), &todo, references, place, listener)
                 .await?;
         }
         let confirm: Vec<usize> = judged
@@ -91,7 +93,7 @@ pub(crate) async fn rounds(
         if !confirm.is_empty() {
             reruns
                 .run(
-                    evaluation,
+                    (judging, samples),
                     &confirm,
                     references,
                     (round, None, own),
@@ -157,19 +159,19 @@ struct Reruns {
 }
 
 impl Reruns {
-    /// Runs `indexes` on `evaluation`'s engine as rerun `place` (round, change, conditions),
-    /// journaling each.
+    /// Runs `indexes` of `samples` on `judging`'s engine as rerun `place` (round, change,
+    /// conditions), journaling each.
     async fn run(
         &mut self,
-        evaluation: &Evaluation<'_>,
+        (judging, samples): (&Judging<'_>, &Samples),
         indexes: &[usize],
         references: &References,
         place: (u32, Option<Change>, Conditions),
         listener: &mut dyn Listener,
     ) -> Result<(), PipelineError> {
         let (round, change, conditions) = place;
-        evaluation
-            .rerun(indexes, references, |record| {
+        judging
+            .rerun(samples, indexes, references, |record| {
                 let rerun = StabilityRecord {
                     round,
                     change,

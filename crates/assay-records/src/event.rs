@@ -7,6 +7,7 @@ use crate::conditions::Change;
 use crate::episode::EpisodeRecord;
 use crate::generation::{GenerationOutcome, GenerationRecord};
 use crate::judge::JudgementRecord;
+use crate::outcome::Status;
 use crate::sample::SampleRecord;
 use crate::stability::StabilityRecord;
 
@@ -45,15 +46,24 @@ pub enum RunEvent {
         /// What it came to.
         outcome: GenerationOutcome,
     },
-    /// Judging starts: `samples` in all, `done` judged by an earlier session, and
-    /// `references` reference solutions to run on the way.
+    /// Judging starts: `samples` to judge in all (for `assay run`, the answers wanted: those
+    /// the model never gives are not judged but set apart at the end).
     JudgingStarted {
-        /// Samples in all.
+        /// Samples to judge in all.
         samples: usize,
-        /// Samples already judged.
-        done: usize,
+    },
+    /// Reference solutions start running: `references` of them, not measured before.
+    ReferencesStarted {
         /// Reference runs to come.
         references: usize,
+    },
+    /// A sample's verdict from an earlier session still holds (`results.jsonl` has it): it is
+    /// not judged again.
+    SampleKept {
+        /// Its task.
+        task_id: String,
+        /// Its verdict.
+        status: Status,
     },
     /// A sample got its verdict (`results.jsonl` keeps it).
     SampleJudged {
@@ -89,7 +99,12 @@ pub enum RunEvent {
         /// Episodes already recorded.
         done: usize,
     },
-    /// An episode ended and was judged (`results.jsonl` keeps it).
+    /// An episode ended (or a recorded trajectory was read): its checks start now.
+    EpisodeEnded {
+        /// Its task.
+        task_id: String,
+    },
+    /// An episode's checks ended (`results.jsonl` keeps its record).
     EpisodeJudged {
         /// Its record.
         record: Box<EpisodeRecord>,

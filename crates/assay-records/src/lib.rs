@@ -5,6 +5,7 @@
 //! Serde only, no I/O: a report, a viewer or a shard merger reads a run directory with this
 //! crate alone.
 
+pub mod answer;
 pub mod conditions;
 pub mod episode;
 pub mod event;
@@ -24,6 +25,7 @@ pub mod time_policy;
 pub mod utc;
 pub mod verdict;
 
+pub use answer::Answer;
 pub use conditions::{Change, Conditions, ListingOrder};
 pub use episode::{
     CategoryFigures, CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message,

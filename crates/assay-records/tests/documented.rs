@@ -606,10 +606,11 @@ fn every_event_is_in_the_spec() {
                 totals: GenerationTotals::default(),
             },
         },
-        RunEvent::JudgingStarted {
-            samples: 0,
-            done: 0,
-            references: 0,
+        RunEvent::JudgingStarted { samples: 0 },
+        RunEvent::ReferencesStarted { references: 0 },
+        RunEvent::SampleKept {
+            task_id: String::new(),
+            status: assay_records::Status::Pass,
         },
         RunEvent::SampleJudged {
             record: Box::new(sample()),
@@ -629,6 +630,9 @@ fn every_event_is_in_the_spec() {
         RunEvent::EpisodesStarted {
             episodes: 0,
             done: 0,
+        },
+        RunEvent::EpisodeEnded {
+            task_id: String::new(),
         },
         RunEvent::EpisodeJudged {
             record: Box::new(episode()),
@@ -651,11 +655,14 @@ fn every_event_is_in_the_spec() {
             | RunEvent::Answered { .. }
             | RunEvent::GenerationFinished { .. }
             | RunEvent::JudgingStarted { .. }
+            | RunEvent::ReferencesStarted { .. }
+            | RunEvent::SampleKept { .. }
             | RunEvent::SampleJudged { .. }
             | RunEvent::ReferenceJudged { .. }
             | RunEvent::StabilityRoundStarted { .. }
             | RunEvent::SampleRerun { .. }
             | RunEvent::EpisodesStarted { .. }
+            | RunEvent::EpisodeEnded { .. }
             | RunEvent::EpisodeJudged { .. }
             | RunEvent::JudgeStarted { .. }
             | RunEvent::JudgeAnswered { .. }

@@ -19,6 +19,7 @@ pub mod python_json;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use assay_records::{Manifest, SCHEMA};
@@ -127,7 +128,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunDirError + '_ {
 /// An open run directory.
 pub struct RunDir {
     path: PathBuf,
-    results: Journal,
+    /// Behind a lock: records are appended through a shared `RunDir` while another part of
+    /// the same run (a generation judged as it goes) writes its own files through it too.
+    results: Mutex<Journal>,
     lock: File,
     shared: bool,
     /// Created by this process: logs found in it are left from a start that never wrote its
@@ -304,7 +307,7 @@ impl RunDir {
             resumed: !records.is_empty(),
             dir: RunDir {
                 path: path.to_path_buf(),
-                results,
+                results: Mutex::new(results),
                 lock,
                 shared,
                 fresh,
@@ -318,28 +321,35 @@ impl RunDir {
         &self.path
     }
 
+    /// The results log, held for one write.
+    fn results(&self) -> std::sync::MutexGuard<'_, Journal> {
+        // A panic while holding it left at worst a torn line, which reading drops.
+        self.results.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Appends one record to `results.jsonl`.
-    pub fn append(&mut self, record: &impl Serialize) -> Result<(), RunDirError> {
+    pub fn append(&self, record: &impl Serialize) -> Result<(), RunDirError> {
+        let mut results = self.results();
         if self.shared {
             lock_briefly(&self.path, &self.lock)?;
             // A process killed mid-record left a torn line: cut it before adding ours.
-            let written = self.results.write(record, true);
+            let written = results.write(record, true);
             unlock(&self.lock);
             written
         } else {
-            self.results.append(record)
+            results.append(record)
         }
     }
 
     /// Forces every appended record to disk.
-    pub fn sync(&mut self) -> Result<(), RunDirError> {
-        self.results.sync()
+    pub fn sync(&self) -> Result<(), RunDirError> {
+        self.results().sync()
     }
 
     /// Opens another append-only log of this run (`name` inside the directory), with the
     /// records already in it. Open each log once.
     pub fn journal<R: DeserializeOwned>(
-        &mut self,
+        &self,
         name: &str,
     ) -> Result<(Journal, Vec<R>), RunDirError> {
         let path = self.path.join(name);
@@ -353,7 +363,8 @@ impl RunDir {
     /// renumbered or dropped records.
     pub fn rewrite_results(&mut self, records: &[impl Serialize]) -> Result<(), RunDirError> {
         self.write_lines(RESULTS, records)?;
-        self.results = Journal::open::<Value>(&self.path.join(RESULTS))?.0;
+        *self.results.get_mut().unwrap_or_else(|p| p.into_inner()) =
+            Journal::open::<Value>(&self.path.join(RESULTS))?.0;
         Ok(())
     }
 
@@ -641,7 +652,7 @@ mod tests {
         let path = dir.path().join("run");
         let opened = open(&path, &manifest("a")).unwrap();
         assert!(!opened.resumed);
-        let mut run = opened.dir;
+        let run = opened.dir;
         run.append(&json!({"index": 0})).unwrap();
         run.append(&json!({"index": 1})).unwrap();
         drop(run);
@@ -655,7 +666,7 @@ mod tests {
         let opened = open(&path, &manifest("a")).unwrap();
         assert!(opened.resumed);
         assert_eq!(opened.records, [json!({"index": 0}), json!({"index": 1})]);
-        let mut run = opened.dir;
+        let run = opened.dir;
         run.append(&json!({"index": 2})).unwrap();
         drop(run);
         let text = std::fs::read_to_string(path.join(RESULTS)).unwrap();
@@ -733,10 +744,10 @@ mod tests {
     fn a_shared_directory_takes_records_from_many_writers() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cache");
-        let mut one = RunDir::open_shared::<Value>(&path, &manifest("a"))
+        let one = RunDir::open_shared::<Value>(&path, &manifest("a"))
             .unwrap()
             .dir;
-        let mut two = RunDir::open_shared::<Value>(&path, &manifest("a"))
+        let two = RunDir::open_shared::<Value>(&path, &manifest("a"))
             .unwrap()
             .dir;
         one.append(&json!({"index": 0})).unwrap();
@@ -788,7 +799,7 @@ mod tests {
         };
         let mut generation = Manifest::new(Kind::BigcodebenchGenerate, model("m"));
         generation.python = Some("3.11.2".into());
-        let mut run = open(&path, &generation).unwrap().dir;
+        let run = open(&path, &generation).unwrap().dir;
         let (mut log, _) = run.journal::<Value>("generation.jsonl").unwrap();
         log.append(&json!({"answer": 1})).unwrap();
         drop((log, run));
@@ -809,7 +820,7 @@ mod tests {
         assert!(open(&path, &changed).is_err());
         let mut continuing = Manifest::new(Kind::BigcodebenchRun, judged("m"));
         continuing.extends = vec![Kind::BigcodebenchGenerate];
-        let mut run = open(&path, &continuing).unwrap().dir;
+        let run = open(&path, &continuing).unwrap().dir;
         let (_, answers) = run.journal::<Value>("generation.jsonl").unwrap();
         assert_eq!(answers, [json!({"answer": 1})]);
         let manifest = run.manifest().unwrap();

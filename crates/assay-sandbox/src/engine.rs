@@ -364,6 +364,13 @@ impl Engine {
     pub fn concurrency(&self) -> usize {
         self.inner.config.concurrency.max(1)
     }
+
+    /// Jobs running at once at most, counting those that lent their slot: a caller that
+    /// orders its jobs hands over no more than this many at a time, so that the engine's
+    /// first-come queue keeps the caller's order.
+    pub fn max_running(&self) -> usize {
+        self.inner.config.max_running.max(self.concurrency())
+    }
 }
 
 impl Inner {

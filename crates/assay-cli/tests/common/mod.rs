@@ -125,16 +125,26 @@ pub fn hard() -> Dataset {
     Dataset::embedded("v0.1.4", Subset::Hard).unwrap()
 }
 
-/// The Hard task a chat request is about, found by its prompt in the first message ("" when
-/// none is).
+/// The Hard task a chat request is about, found by its Complete or Instruct prompt in the
+/// first message ("" when none is).
 pub fn asked_about(body: &Value) -> String {
     let message = body["messages"][0]["content"].as_str().unwrap_or_default();
     hard()
         .tasks
         .iter()
-        .find(|t| message.contains(t.complete_prompt.trim()))
+        .find(|t| {
+            message.contains(t.complete_prompt.trim()) || message.contains(t.instruct_prompt.trim())
+        })
         .map(|t| t.task_id.clone())
         .unwrap_or_default()
+}
+
+/// The query of a PyBench request: its third message (system, [INFO], query).
+pub fn query(body: &Value) -> String {
+    body["messages"][2]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// PyBench task 3's answer: it dedups the CSV into ./output/3.csv.
@@ -183,9 +193,10 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&content).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// A merge of shards is the single run: the same official verdicts (`eval_results.json`'s
-/// `eval`), `pass_at_k.json`, `samples.jsonl`, and each sample's task and status in order.
-pub fn assert_merge_is_the_single_run(merged: &Path, whole: &Path) {
+/// Two run directories hold the same judging (a merge of shards and the single run, a run and
+/// the evaluation of its answers): the same official verdicts (`eval_results.json`'s `eval`),
+/// `pass_at_k.json`, `samples.jsonl`, and each sample's task and status in order.
+pub fn assert_same_judging(merged: &Path, whole: &Path) {
     assert_eq!(
         read_json(&merged.join("eval_results.json"))["eval"],
         read_json(&whole.join("eval_results.json"))["eval"],
@@ -199,25 +210,31 @@ pub fn assert_merge_is_the_single_run(merged: &Path, whole: &Path) {
         std::fs::read_to_string(merged.join("samples.jsonl")).unwrap(),
         std::fs::read_to_string(whole.join("samples.jsonl")).unwrap()
     );
-    let statuses = |dir: &Path| -> Vec<(u64, String, String)> {
+    let indexes = |dir: &Path| -> Vec<u64> {
         lines(&dir.join("results.jsonl"))
             .iter()
-            .map(|r| {
-                let field = |k: &str| r[k].as_str().unwrap_or_default().to_string();
-                (
-                    r["index"].as_u64().unwrap_or(u64::MAX),
-                    field("task_id"),
-                    field("status"),
-                )
-            })
+            .map(|r| r["index"].as_u64().unwrap_or(u64::MAX))
             .collect()
     };
+    assert_eq!(indexes(merged), indexes(whole));
+    let statuses = |dir: &Path| task_statuses(&dir.join("results.jsonl"));
     assert_eq!(statuses(merged), statuses(whole));
 }
 
 /// Bytes as text, for messages.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Each record's task and status in a `results.jsonl`, in file order.
+pub fn task_statuses(results: &Path) -> Vec<(String, String)> {
+    lines(results)
+        .iter()
+        .map(|r| {
+            let field = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (field("task_id"), field("status"))
+        })
+        .collect()
 }
 
 /// A JSON-lines file's records.

@@ -1,12 +1,13 @@
-//! Judging a samples file: every sample a sandbox job, every verdict a record appended to the
-//! run directory as it finishes, the reference runs on the way, and at the end the official
-//! files and a summary.
+//! Judging answers: each a sandbox job as soon as it arrives (all of a samples file at once,
+//! or one by one while the model still answers the others), every verdict a record appended
+//! to the run directory as it finishes, the reference runs on the way; at the end the records
+//! matched to the samples file, and the official files and a summary.
 
 use std::collections::{BTreeMap, HashMap};
 
 use assay_records::{
-    EvalSummary, GenerationTotals, GroundTruthSummary, IsolationLevel, Listener, ReferenceResult,
-    RunEvent, SampleRecord, Split, TimePolicy,
+    Answer, EvalSummary, GenerationTotals, GroundTruthSummary, IsolationLevel, Listener,
+    ReferenceResult, RunEvent, SampleRecord, Split, TimePolicy,
 };
 use assay_rundir::{RunDir, RunDirError, SUMMARY};
 use assay_sandbox::Engine;
@@ -18,11 +19,12 @@ use super::ground_truth::References;
 use super::judge::{digest, judge, no_answer, Job};
 use super::official_files::Written;
 use super::options::Options;
-use super::samples::{Sample, Samples};
+use super::queue::{Queue, Queued, Reference};
+use super::samples::{program, Sample, Samples};
 use super::summary::{scores, summarize};
 use super::verdict::Environment;
 use crate::error::EvalError;
-use crate::resume::{reuse, Wanted};
+use crate::resume::{reuse, Earlier, Wanted};
 
 /// What a spawned job reports back.
 pub(crate) enum Finished {
@@ -30,67 +32,17 @@ pub(crate) enum Finished {
     Reference(SampleRecord),
 }
 
-impl Finished {
-    fn event(self) -> RunEvent {
-        match self {
-            Finished::Sample(record) => RunEvent::SampleJudged {
-                record: Box::new(record),
-            },
-            Finished::Reference(record) => RunEvent::ReferenceJudged {
-                record: Box::new(record),
-            },
-        }
-    }
-}
-
-/// One evaluation: samples of a dataset, run on an engine.
-pub struct Evaluation<'a> {
+/// What judging runs on: the engine, the tasks, how, and what the environment lacks.
+#[derive(Clone, Copy)]
+pub struct Judging<'a> {
     /// Runs the jobs.
     pub engine: &'a Engine,
     /// The tasks.
     pub dataset: &'a Dataset,
-    /// The samples to judge.
-    pub samples: &'a Samples,
     /// How.
     pub options: &'a Options,
     /// What the environment lacks.
     pub environment: &'a Environment,
-    /// The model's name in `pass_at_k.json`.
-    pub model: &'a str,
-    /// Samples the model never answered (task id, why): `infra` verdicts, kept out of
-    /// `results.jsonl` because a resumed run asks the model again.
-    pub unanswered: &'a [(String, String)],
-    /// Samples (by index) whose answer is empty because their prompt did not fit the model's
-    /// context window, with why: judged as the empty answers they are, the why said first in
-    /// their reason.
-    pub empty_answers: &'a BTreeMap<usize, String>,
-    /// What generating the samples cost, when this run generated them.
-    pub generation: Option<&'a GenerationTotals>,
-}
-
-/// Where a run's events are written before listeners hear them.
-struct Journals<'a> {
-    /// The run's `results.jsonl`; none when only references run.
-    run: Option<&'a mut RunDir>,
-    /// The ground-truth cache.
-    references: &'a mut References,
-}
-
-impl Journals<'_> {
-    fn write(&mut self, event: &RunEvent) -> Result<(), EvalError> {
-        match (event, self.run.as_mut()) {
-            (RunEvent::SampleJudged { record }, Some(run)) => run.append(record)?,
-            (RunEvent::SampleJudged { record }, None) => {
-                return Err(EvalError::Unjudged(format!(
-                    "a verdict for {} came with no run directory to keep it",
-                    record.task_id
-                )))
-            }
-            (RunEvent::ReferenceJudged { record }, _) => self.references.record(record)?,
-            _ => {}
-        }
-        Ok(())
-    }
 }
 
 /// Runs the reference solutions of `dataset` not measured yet (`assay check`; an evaluation
@@ -105,120 +57,215 @@ pub async fn check(
     let (tx, mut rx) = mpsc::unbounded_channel();
     let pending = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
     drop(tx);
-    listener.on_event(&RunEvent::JudgingStarted {
-        samples: 0,
-        done: 0,
+    listener.on_event(&RunEvent::ReferencesStarted {
         references: pending.len(),
     });
-    let mut journals = Journals {
-        run: None,
-        references: &mut *references,
-    };
     while let Some(finished) = rx.recv().await {
-        let event = finished.event();
-        journals.write(&event)?;
-        listener.on_event(&event);
+        match finished {
+            Finished::Reference(record) => {
+                references.record(&record)?;
+                listener.on_event(&RunEvent::ReferenceJudged {
+                    record: Box::new(record),
+                });
+            }
+            Finished::Sample(record) => {
+                return Err(EvalError::Unjudged(format!(
+                    "a verdict for {} came with no run directory to keep it",
+                    record.task_id
+                )))
+            }
+        }
     }
     references.sync()?;
     listener.on_event(&RunEvent::JudgingFinished);
     Ok(references.summary(&dataset.tasks))
 }
 
-impl Evaluation<'_> {
-    /// Evaluates the samples not yet in `records`, appending each verdict to `run` as it
-    /// finishes, then writes `eval_results.json`, `pass_at_k.json` and `summary.json`. Reference solutions
-    /// not measured yet run on the way, into `references`; a task's samples wait for its
-    /// reference only, which sets their time limit.
-    pub async fn run(
+impl Judging<'_> {
+    /// Judges every answer `answers` brings as soon as it arrives (and its task's reference
+    /// time is known), until `answers` closes and the last verdict is in: each new verdict
+    /// appended to `run`'s `results.jsonl` (under the answer's index as it arrived), then told
+    /// to `listener`. An answer that runs the same program as one of `earlier` (an earlier
+    /// session's records) keeps that verdict instead. Reference solutions not measured yet
+    /// run on the way, into `references`. `expected`: answers to come in all, for progress.
+    pub async fn judge(
         &self,
-        run: &mut RunDir,
-        records: Vec<SampleRecord>,
+        run: &RunDir,
+        earlier: Vec<SampleRecord>,
         references: &mut References,
+        expected: usize,
+        mut answers: mpsc::UnboundedReceiver<Answer>,
+        listener: &mut dyn Listener,
+    ) -> Result<Verdicts, EvalError> {
+        let started = std::time::Instant::now();
+        let tasks: HashMap<&str, &Task> = self.dataset.by_id();
+        let mut kept = Earlier::new(earlier);
+        let (done, mut finished) = mpsc::unbounded_channel::<Finished>();
+        let waiting =
+            references.spawn_missing(self.engine, self.environment, &self.dataset.tasks, &done);
+        listener.on_event(&RunEvent::JudgingStarted { samples: expected });
+        listener.on_event(&RunEvent::ReferencesStarted {
+            references: waiting.len(),
+        });
+        let (queue, queued) = mpsc::unbounded_channel();
+        let mut queue = Some(queue);
+        let served = Queue {
+            engine: self.engine.clone(),
+            environment: self.environment.clone(),
+            time: self.options.time.clone(),
+            times: references.sample_times.clone(),
+        };
+        tokio::spawn(served.serve(queued, done));
+        // Why an answer is empty, by its index: said first in its verdict's reason.
+        let mut empty: HashMap<usize, String> = HashMap::new();
+        let mut records = Vec::new();
+        loop {
+            tokio::select! {
+                answer = answers.recv(), if queue.is_some() => {
+                    let Some(answer) = answer else {
+                        // No more answers: the queue ends once its jobs have.
+                        queue = None;
+                        continue;
+                    };
+                    let Some(task) = tasks.get(answer.task_id.as_str()) else {
+                        return Err(EvalError::Unjudged(format!(
+                            "an answer to {}, which is not a task of this run",
+                            answer.task_id
+                        )));
+                    };
+                    let program = self.program(task, &answer.solution);
+                    if let Some(mut record) = kept.take(&answer.task_id, &program.1) {
+                        record.index = answer.index;
+                        listener.on_event(&RunEvent::SampleKept {
+                            task_id: record.task_id.clone(),
+                            status: record.status,
+                        });
+                        records.push(record);
+                        continue;
+                    }
+                    if let Some(note) = answer.empty_note {
+                        empty.insert(answer.index, note);
+                    }
+                    let reference = match waiting.get(&answer.task_id) {
+                        Some(rx) => Reference::Pending(rx.clone()),
+                        None => Reference::Known(references.truth.tasks.get(&answer.task_id).cloned()),
+                    };
+                    let job = Job::new(answer.index, task, program, self.options);
+                    if let Some(queue) = &queue {
+                        let _ = queue.send(Queued { job, reference });
+                    }
+                }
+                next = finished.recv() => match next {
+                    // Every sender is gone: the queue has ended, and every reference run.
+                    None => break,
+                    Some(Finished::Sample(mut record)) => {
+                        if let Some(why) = empty.remove(&record.index) {
+                            record.reason = format!("{why}; {}", record.reason);
+                        }
+                        run.append(&record)?;
+                        listener.on_event(&RunEvent::SampleJudged {
+                            record: Box::new(record.clone()),
+                        });
+                        records.push(record);
+                    }
+                    Some(Finished::Reference(record)) => {
+                        references.record(&record)?;
+                        listener.on_event(&RunEvent::ReferenceJudged {
+                            record: Box::new(record),
+                        });
+                    }
+                },
+            }
+        }
+        Ok(Verdicts { records, started })
+    }
+
+    /// Runs the samples at `indexes` of `samples` again (a stability round: the engine under
+    /// other conditions), longest first as a first evaluation orders them, with the limits
+    /// their references set, handing each record to `finished` as it comes. Every reference
+    /// must be measured already.
+    pub async fn rerun(
+        &self,
+        samples: &Samples,
+        indexes: &[usize],
+        references: &References,
+        mut finished: impl FnMut(SampleRecord) -> Result<(), EvalError>,
+    ) -> Result<(), EvalError> {
+        let tasks: HashMap<&str, &Task> = self.dataset.by_id();
+        let chosen = indexes.iter().filter_map(|&i| samples.samples.get(i));
+        // Polled from this one task, in this order: they queue for the slots in it.
+        let mut jobs = FuturesUnordered::new();
+        for (sample, measured) in longest_first(references, chosen) {
+            let task = tasks[sample.task_id.as_str()];
+            let program = self.program(task, &sample.solution(task));
+            let mut job = Job::new(sample.index, task, program, self.options);
+            job.limit(&self.options.time, measured);
+            jobs.push(judge(self.engine, self.environment, job));
+        }
+        while let Some(record) = jobs.next().await {
+            finished(record)?;
+        }
+        Ok(())
+    }
+
+    /// The program `solution` runs for `task`, with its digest.
+    fn program(&self, task: &Task, solution: &str) -> (String, String) {
+        let program = program(solution, task, self.options.calibrated);
+        let digest = digest(&program);
+        (program, digest)
+    }
+}
+
+/// Every answer's verdict, as judging left them: under the index each answer had when it
+/// arrived.
+pub struct Verdicts {
+    records: Vec<SampleRecord>,
+    started: std::time::Instant,
+}
+
+/// What ends an evaluation besides its verdicts: the samples file they answer and what the
+/// model never answered.
+pub struct Ending<'a> {
+    /// The samples judged, in file order.
+    pub samples: &'a Samples,
+    /// The model's name in `pass_at_k.json`.
+    pub model: &'a str,
+    /// Samples the model never answered (task id, why): `infra` verdicts, kept out of
+    /// `results.jsonl` because a resumed run asks the model again.
+    pub unanswered: &'a [(String, String)],
+    /// What generating the samples cost, when this run generated them.
+    pub generation: Option<&'a GenerationTotals>,
+}
+
+impl Verdicts {
+    /// Gives every sample of `ending.samples` its verdict (the record of an answer that runs
+    /// the same program, wherever it arrived), rewrites `results.jsonl` in sample order and
+    /// writes `eval_results.json`, `pass_at_k.json` and `summary.json`.
+    pub fn conclude(
+        self,
+        judging: &Judging,
+        run: &mut RunDir,
+        references: &mut References,
+        ending: Ending,
         listener: &mut dyn Listener,
     ) -> Result<Judged, EvalError> {
-        let Evaluation {
-            engine,
-            dataset,
+        let Ending {
             samples,
-            options,
-            environment,
-            unanswered,
-            empty_answers,
             model,
+            unanswered,
             generation,
-        } = *self;
-        let started = std::time::Instant::now();
-        let tasks: HashMap<&str, &Task> = dataset.by_id();
+        } = ending;
+        let options = judging.options;
+        let tasks: HashMap<&str, &Task> = judging.dataset.by_id();
         let programs = programs(samples, &tasks, options.calibrated);
-        let mut results = reuse(
-            records,
+        let results = reuse(
+            self.records,
             samples.samples.iter().map(|s| Wanted {
                 index: s.index,
                 task_id: &s.task_id,
                 digest: &programs[s.index].1,
             }),
         );
-        let (tx, mut rx) = mpsc::unbounded_channel::<Finished>();
-        let waiting = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
-        let unjudged = samples.samples.iter();
-        let pending: Vec<(&Sample, Option<ReferenceResult>)> = longest_first(
-            references,
-            unjudged.filter(|s| !results.contains_key(&s.index)),
-        )
-        .into_iter()
-        .map(|(sample, measured)| (sample, measured.cloned()))
-        .collect();
-        // One task polls every sample's job, first in this order, so that they queue for the
-        // engine's slots in it. (A task spawned per sample would reach the queue in whatever
-        // order the runtime first polls them: not longest first.)
-        let mut jobs = FuturesUnordered::new();
-        listener.on_event(&RunEvent::JudgingStarted {
-            samples: samples.samples.len(),
-            done: results.len(),
-            references: waiting.len(),
-        });
-        for (sample, known) in pending {
-            let task = tasks[sample.task_id.as_str()];
-            let mut job = Job::new(sample, task, programs[sample.index].clone(), options);
-            let mut reference = waiting.get(&sample.task_id).cloned();
-            let (engine, environment, tx, time) = (
-                engine.clone(),
-                environment.clone(),
-                tx.clone(),
-                options.time.clone(),
-            );
-            jobs.push(async move {
-                let measured = match reference.as_mut() {
-                    Some(rx) => rx
-                        .wait_for(Option::is_some)
-                        .await
-                        .ok()
-                        .and_then(|r| r.clone()),
-                    None => known,
-                };
-                job.limit(&time, measured.as_ref());
-                let _ = tx.send(Finished::Sample(judge(&engine, &environment, job).await));
-            });
-        }
-        tokio::spawn(async move { while jobs.next().await.is_some() {} });
-        drop(tx);
-        let mut journals = Journals {
-            run: Some(&mut *run),
-            references: &mut *references,
-        };
-        while let Some(mut finished) = rx.recv().await {
-            if let Finished::Sample(record) = &mut finished {
-                if let Some(why) = empty_answers.get(&record.index) {
-                    record.reason = format!("{why}; {}", record.reason);
-                }
-            }
-            let event = finished.event();
-            journals.write(&event)?;
-            listener.on_event(&event);
-            if let RunEvent::SampleJudged { record } = event {
-                results.insert(record.index, *record);
-            }
-        }
         // A job task that died (a panic) sent nothing: its samples have no verdict, and the
         // figures would quietly cover fewer samples.
         let unjudged = samples.samples.len() - results.len();
@@ -229,16 +276,16 @@ impl Evaluation<'_> {
                  command to judge them"
             )));
         }
-        // One record per sample, in sample order: records an earlier run made for samples
-        // that have since moved (or gone) are renumbered (or dropped).
+        // One record per sample, in sample order: records of answers that arrived elsewhere
+        // (or of samples that have since moved) are renumbered, those of no sample dropped.
         run.rewrite_results(&results.values().collect::<Vec<_>>())?;
         references.sync()?;
         references.remember_sample_times(results.values())?;
-        let ground_truth = references.summary(&dataset.tasks);
+        let ground_truth = references.summary(&judging.dataset.tasks);
         let summary = conclude(
             run,
             Concluded {
-                dataset,
+                dataset: judging.dataset,
                 samples,
                 split: options.split,
                 calibrated: options.calibrated,
@@ -246,41 +293,14 @@ impl Evaluation<'_> {
                 model,
                 results: results.clone(),
                 unanswered,
-                isolation: engine.isolation().level,
+                isolation: judging.engine.isolation().level,
                 ground_truth,
                 generation,
-                wall: started.elapsed(),
+                wall: self.started.elapsed(),
             },
         )?;
         listener.on_event(&RunEvent::JudgingFinished);
         Ok(Judged { summary, results })
-    }
-
-    /// Runs the samples at `indexes` again (a stability round: `engine` under other
-    /// conditions), longest first as [`Evaluation::run`] orders them, with the limits their
-    /// references set, handing each record to `finished` as it comes. Every reference must be
-    /// measured already.
-    pub async fn rerun(
-        &self,
-        indexes: &[usize],
-        references: &References,
-        mut finished: impl FnMut(SampleRecord) -> Result<(), EvalError>,
-    ) -> Result<(), EvalError> {
-        let tasks: HashMap<&str, &Task> = self.dataset.by_id();
-        let programs = programs(self.samples, &tasks, self.options.calibrated);
-        let chosen = indexes.iter().filter_map(|&i| self.samples.samples.get(i));
-        // Polled from this one task, in this order: they queue for the slots in it.
-        let mut jobs = FuturesUnordered::new();
-        for (sample, measured) in longest_first(references, chosen) {
-            let task = tasks[sample.task_id.as_str()];
-            let mut job = Job::new(sample, task, programs[sample.index].clone(), self.options);
-            job.limit(&self.options.time, measured);
-            jobs.push(judge(self.engine, self.environment, job));
-        }
-        while let Some(record) = jobs.next().await {
-            finished(record)?;
-        }
-        Ok(())
     }
 }
 
@@ -294,9 +314,8 @@ fn longest_first<'s, 'r>(
     let mut ordered: Vec<_> = samples
         .map(|s| (s, references.truth.tasks.get(&s.task_id)))
         .collect();
-    let expected = |(sample, reference): &(&Sample, Option<&ReferenceResult>)| {
-        let times = &references.sample_times;
-        times.expected(&sample.task_id, reference.map(|r| r.seconds))
+    let expected = |(sample, _): &(&Sample, Option<&ReferenceResult>)| {
+        references.expected_seconds(&sample.task_id)
     };
     ordered.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
     ordered
@@ -396,7 +415,8 @@ fn programs(
         .samples
         .iter()
         .map(|sample| {
-            let program = sample.program(tasks[sample.task_id.as_str()], calibrated);
+            let task = tasks[sample.task_id.as_str()];
+            let program = program(&sample.solution(task), task, calibrated);
             let digest = digest(&program);
             (program, digest)
         })

@@ -182,6 +182,14 @@ impl References {
         Ok(())
     }
 
+    /// How long a sample of `task_id` is expected to take: its reference's time or its
+    /// samples' in earlier evaluations here, whichever is longer (0 when neither is known).
+    /// What orders work longest first, so that the slowest tasks do not end a run alone.
+    pub fn expected_seconds(&self, task_id: &str) -> f64 {
+        let reference = self.truth.tasks.get(task_id).map(|r| r.seconds);
+        self.sample_times.expected(task_id, reference)
+    }
+
     /// The ground-truth figures over `tasks`.
     pub fn summary(&self, tasks: &[Task]) -> GroundTruthSummary {
         GroundTruthSummary {

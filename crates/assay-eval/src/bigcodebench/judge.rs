@@ -10,7 +10,6 @@ use assay_sandbox::{Engine, Limits, UnittestJob};
 use assay_tasks::bigcodebench::Task;
 
 use super::options::Options;
-use super::samples::Sample;
 
 use super::verdict::{infra_cause, official, Environment};
 
@@ -33,18 +32,19 @@ pub(crate) struct Job {
 }
 
 impl Job {
-    /// `sample`'s program (with its digest) against `task`'s tests, under `options`; its time
-    /// limits are set by [`Job::limit`] once the reference's measurements are known.
+    /// Sample `index` of task `task` running `program` (with its digest) against the task's
+    /// tests, under `options`; its time limits are set by [`Job::limit`] once the reference's
+    /// measurements are known.
     pub(crate) fn new(
-        sample: &Sample,
+        index: usize,
         task: &Task,
         program: (String, String),
         options: &Options,
     ) -> Job {
         let (program, digest) = program;
         Job {
-            index: sample.index,
-            task_id: sample.task_id.clone(),
+            index,
+            task_id: task.task_id.clone(),
             program,
             digest,
             test: task.test.clone(),

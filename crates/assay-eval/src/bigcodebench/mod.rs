@@ -7,6 +7,7 @@ pub mod ground_truth;
 mod judge;
 pub mod official_files;
 pub mod options;
+mod queue;
 pub mod sample_times;
 pub mod samples;
 pub mod summary;

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use assay_records::Answer;
 use assay_tasks::bigcodebench::{task_number, Dataset, Task};
 use serde_json::Value;
 
@@ -67,20 +68,34 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// The program the official harness executes: the solution (or the Complete prompt plus
-    /// the completion), behind the task's imports and a stub when calibrated. Calibration
-    /// rescues answers that leave out the prompt's imports or constants; every leaderboard
-    /// number is calibrated.
-    pub fn program(&self, task: &Task, calibrated: bool) -> String {
-        let solution = match &self.code {
+    /// The whole program the sample submits: the solution, or the Complete prompt and the
+    /// completion.
+    pub fn solution(&self, task: &Task) -> String {
+        match &self.code {
             Code::Solution(text) => text.clone(),
             Code::Completion(text) => format!("{}{text}", task.complete_prompt),
-        };
-        if calibrated {
-            format!("{}\n    pass\n{solution}", task.code_prompt)
-        } else {
-            solution
         }
+    }
+
+    /// The sample as an answer to judge.
+    pub fn answer(&self, task: &Task) -> Answer {
+        Answer {
+            index: self.index,
+            task_id: self.task_id.clone(),
+            solution: self.solution(task),
+            empty_note: None,
+        }
+    }
+}
+
+/// The program the official harness executes for `solution`: behind the task's imports and a
+/// stub when calibrated. Calibration rescues answers that leave out the prompt's imports or
+/// constants; every leaderboard number is calibrated.
+pub fn program(solution: &str, task: &Task, calibrated: bool) -> String {
+    if calibrated {
+        format!("{}\n    pass\n{solution}", task.code_prompt)
+    } else {
+        solution.to_string()
     }
 }
 
@@ -285,18 +300,15 @@ mod tests {
             line(0, "solution", "def task_func(): pass")
         );
         let task0 = full.get("BigCodeBench/0").unwrap();
-        let calibrated = samples.samples[0].program(task0, true);
+        let calibrated = program(&samples.samples[0].solution(task0), task0, true);
         assert_eq!(
             calibrated,
             format!("{}\n    pass\ndef task_func(): pass", task0.code_prompt)
         );
-        assert_eq!(
-            samples.samples[0].program(task0, false),
-            "def task_func(): pass"
-        );
+        assert_eq!(samples.samples[0].solution(task0), "def task_func(): pass");
         let task1 = full.get("BigCodeBench/1").unwrap();
         assert_eq!(
-            samples.samples[1].program(task1, false),
+            samples.samples[1].solution(task1),
             format!("{}    return 1\n", task1.complete_prompt)
         );
     }
