@@ -47,7 +47,8 @@ enum Command {
     /// Ask a model for answers (the official prompts and sanitizer) into a run directory's
     /// samples.jsonl, resumably.
     Generate(generate_cmd::GenerateArgs),
-    /// Generate, then evaluate, into one run directory. Without --model the reference
+    /// Generate and evaluate, into one run directory: each answer judged as soon as the model
+    /// gives it. Without --model the reference
     /// solutions answer: a self-check of the whole pipeline that works offline. `assay run
     /// pybench` runs an agent's PyBench episodes, then their checks.
     Run(run_cmd::RunArgs),

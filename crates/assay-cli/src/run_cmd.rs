@@ -1,4 +1,5 @@
-//! `assay run bigcodebench[-hard]`: generate, then evaluate, into one run directory. Without
+//! `assay run bigcodebench[-hard]`: generate and evaluate at once (each answer judged as soon as
+//! it arrives), into one run directory. Without
 //! `--model` the canonical solutions answer: the whole pipeline checked, offline.
 
 use anyhow::Result;

@@ -238,6 +238,8 @@ fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
     assert!(!dir.path().join("run/samples.jsonl").exists());
     child.kill().unwrap();
     child.wait().unwrap();
+    // Unended: no figures that would miss the third sample.
+    assert!(!dir.path().join("run/summary.json").exists());
     let before = records_by_task(&dir.path().join("run"));
     assert_eq!(
         before.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),

@@ -32,15 +32,19 @@ impl Earlier {
         Earlier(earlier)
     }
 
-    /// A record of `task_id` running the program of `digest`, once.
-    pub fn take(&mut self, task_id: &str, digest: &str) -> Option<SampleRecord> {
-        self.0
-            .get_mut(&(task_id.to_string(), digest.to_string()))
-            .and_then(Vec::pop)
+    /// A record of `task_id` running the program of `digest`, once: the one made at `index`
+    /// if there is one (two samples running one program keep their own records).
+    pub fn take(&mut self, task_id: &str, digest: &str, index: usize) -> Option<SampleRecord> {
+        let records = self.0.get_mut(&(task_id.to_string(), digest.to_string()))?;
+        match records.iter().position(|r| r.index == index) {
+            Some(at) => Some(records.swap_remove(at)),
+            None => records.pop(),
+        }
     }
 }
 
-/// The verdicts `records` (an earlier session's) already give, by sample index. A record
+/// The verdicts `records` (an earlier session's, or a run's made as its answers arrived)
+/// give, by sample index. A record
 /// counts for a sample of the same task that executes the same program, wherever that sample
 /// now is in the file (a resumed run may have added answers since); records that fit no
 /// sample are dropped.
@@ -51,7 +55,7 @@ pub fn reuse<'a>(
     let mut earlier = Earlier::new(records);
     let mut results = BTreeMap::new();
     for sample in wanted {
-        if let Some(mut record) = earlier.take(sample.task_id, sample.digest) {
+        if let Some(mut record) = earlier.take(sample.task_id, sample.digest, sample.index) {
             record.index = sample.index;
             results.insert(sample.index, record);
         }

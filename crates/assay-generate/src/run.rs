@@ -143,9 +143,16 @@ pub struct Generation<'a> {
 pub struct Onward {
     /// Where answers go.
     pub answers: mpsc::UnboundedSender<Answer>,
-    /// How long each task's sample is expected to take to judge, in seconds (absent: unknown,
-    /// asked after the known, in dataset order).
+    /// How long each task's sample is expected to take to judge, in seconds (0 or absent:
+    /// unknown, asked after the known, in dataset order).
     pub judging_seconds: HashMap<String, f64>,
+}
+
+impl Onward {
+    /// The seconds a sample of `task_id` is expected to take to judge (0: unknown).
+    fn seconds(&self, task_id: &str) -> f64 {
+        self.judging_seconds.get(task_id).copied().unwrap_or(0.0)
+    }
 }
 
 /// Numbers answers as `samples.jsonl` places them once every task has all it asked for:
@@ -248,7 +255,7 @@ impl Generation<'_> {
         }
         drop(answered);
         if let Some(onward) = &self.onward {
-            slowest_first(&mut work, &onward.judging_seconds);
+            slowest_first(&mut work, onward);
         }
         Ok(Pending {
             journal,
@@ -279,12 +286,19 @@ impl Generation<'_> {
         });
 
         let mut places = Places::new(self.dataset, settings.n);
-        let onward = self.onward.as_ref().map(|o| &o.answers);
-        if let Some(to) = onward {
-            for record in &records {
-                places.send(record, to);
+        if let Some(onward) = &self.onward {
+            // Slowest to judge first, as new requests are asked (a task's own in their order).
+            let mut earlier: Vec<&GenerationRecord> = records.iter().collect();
+            earlier.sort_by(|a, b| {
+                onward
+                    .seconds(&b.task_id)
+                    .total_cmp(&onward.seconds(&a.task_id))
+            });
+            for record in earlier {
+                places.send(record, &onward.answers);
             }
         }
+        let onward = self.onward.as_ref().map(|o| &o.answers);
         let mut running = JoinSet::new();
         let mut failures: BTreeMap<String, Unanswered> = BTreeMap::new();
         let mut stop = None;
@@ -378,13 +392,15 @@ impl Generation<'_> {
     }
 }
 
-/// Orders `work` by the tasks' expected judging `seconds`, slowest first; equal (or
-/// unknown: 0) keep their order.
-fn slowest_first(work: &mut VecDeque<(Arc<Task>, u32)>, seconds: &HashMap<String, f64>) {
-    let of = |task: &Task| seconds.get(&task.task_id).copied().unwrap_or(0.0);
+/// Orders `work` by its tasks' expected judging time, slowest first; equal (or unknown) keep
+/// their order.
+fn slowest_first(work: &mut VecDeque<(Arc<Task>, u32)>, onward: &Onward) {
     // A stable sort.
-    work.make_contiguous()
-        .sort_by(|(a, _), (b, _)| of(b).total_cmp(&of(a)));
+    work.make_contiguous().sort_by(|(a, _), (b, _)| {
+        onward
+            .seconds(&b.task_id)
+            .total_cmp(&onward.seconds(&a.task_id))
+    });
 }
 
 /// What a generation came to.
@@ -639,8 +655,16 @@ mod tests {
         let mut work: VecDeque<(Arc<Task>, u32)> = (0..6)
             .map(|i| (Arc::new(dataset.tasks[i].clone()), 1))
             .collect();
-        let seconds = HashMap::from([(id(4), 30.0), (id(1), 2.5), (id(3), 2.5), (id(5), 0.1)]);
-        slowest_first(&mut work, &seconds);
+        let onward = Onward {
+            answers: mpsc::unbounded_channel().0,
+            judging_seconds: HashMap::from([
+                (id(4), 30.0),
+                (id(1), 2.5),
+                (id(3), 2.5),
+                (id(5), 0.1),
+            ]),
+        };
+        slowest_first(&mut work, &onward);
         let order: Vec<String> = work.iter().map(|(t, _)| t.task_id.clone()).collect();
         // Equal and unknown expectations keep the dataset's order.
         assert_eq!(order, [id(4), id(1), id(3), id(5), id(0), id(2)]);

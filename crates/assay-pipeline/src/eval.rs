@@ -90,10 +90,15 @@ pub async fn eval(
         .collect();
     run.write_file(SAMPLES, evaluated.as_bytes())?;
     let mut prepared = judge.prepare(&dataset, listener).await?;
-    // Every sample is an answer already there: all of them arrive at once.
+    // Every sample is an answer already there: all of them arrive at once, slowest to judge
+    // first (the engine takes the first ones before the rest arrive).
     let tasks = dataset.by_id();
+    let seconds = prepared.judging_seconds(&dataset);
+    let expected = |task_id: &str| seconds.get(task_id).copied().unwrap_or(0.0);
+    let mut slowest_first: Vec<_> = samples.samples.iter().collect();
+    slowest_first.sort_by(|a, b| expected(&b.task_id).total_cmp(&expected(&a.task_id)));
     let (answers, arrived) = mpsc::unbounded_channel();
-    for sample in &samples.samples {
+    for sample in slowest_first {
         let _ = answers.send(sample.answer(tasks[sample.task_id.as_str()]));
     }
     drop(answers);

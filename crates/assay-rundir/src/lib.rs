@@ -368,6 +368,11 @@ impl RunDir {
         Ok(())
     }
 
+    /// Removes `name` from the directory, if it is there.
+    pub fn remove(&self, name: &str) -> Result<(), RunDirError> {
+        remove_if_present(&self.path.join(name))
+    }
+
     /// The manifest as it is on disk.
     pub fn manifest(&self) -> Result<Manifest, RunDirError> {
         let path = self.path.join(MANIFEST);

@@ -116,9 +116,9 @@ impl Judging<'_> {
             times: references.sample_times.clone(),
         };
         tokio::spawn(served.serve(queued, done));
-        // Why an answer is empty, by its index: said first in its verdict's reason.
-        let mut empty: HashMap<usize, String> = HashMap::new();
         let mut records = Vec::new();
+        // Whether the directory may hold an earlier session's figures.
+        let mut concluded = true;
         loop {
             tokio::select! {
                 answer = answers.recv(), if queue.is_some() => {
@@ -134,7 +134,7 @@ impl Judging<'_> {
                         )));
                     };
                     let program = self.program(task, &answer.solution);
-                    if let Some(mut record) = kept.take(&answer.task_id, &program.1) {
+                    if let Some(mut record) = kept.take(&answer.task_id, &program.1, answer.index) {
                         record.index = answer.index;
                         listener.on_event(&RunEvent::SampleKept {
                             task_id: record.task_id.clone(),
@@ -143,24 +143,31 @@ impl Judging<'_> {
                         records.push(record);
                         continue;
                     }
-                    if let Some(note) = answer.empty_note {
-                        empty.insert(answer.index, note);
-                    }
                     let reference = match waiting.get(&answer.task_id) {
                         Some(rx) => Reference::Pending(rx.clone()),
                         None => Reference::Known(references.truth.tasks.get(&answer.task_id).cloned()),
                     };
-                    let job = Job::new(answer.index, task, program, self.options);
+                    let mut job = Job::new(answer.index, task, program, self.options);
+                    job.note = answer.empty_note;
                     if let Some(queue) = &queue {
                         let _ = queue.send(Queued { job, reference });
                     }
                 }
                 next = finished.recv() => match next {
                     // Every sender is gone: the queue has ended, and every reference run.
-                    None => break,
-                    Some(Finished::Sample(mut record)) => {
-                        if let Some(why) = empty.remove(&record.index) {
-                            record.reason = format!("{why}; {}", record.reason);
+                    None if queue.is_none() => break,
+                    None => {
+                        return Err(EvalError::Unjudged(
+                            "the queue of samples ended while answers still came (a job failed \
+                             inside assay); rerun the same command to judge the rest"
+                                .into(),
+                        ))
+                    }
+                    Some(Finished::Sample(record)) => {
+                        if std::mem::take(&mut concluded) {
+                            // An earlier session's figures no longer cover every record: gone
+                            // until this one's, so that nothing (a merge) takes them for the end.
+                            run.remove(SUMMARY)?;
                         }
                         run.append(&record)?;
                         listener.on_event(&RunEvent::SampleJudged {
@@ -355,7 +362,8 @@ pub struct Concluded<'a> {
     pub ground_truth: GroundTruthSummary,
     /// What generating the samples cost, when the run generated them.
     pub generation: Option<&'a GenerationTotals>,
-    /// The judging's wall time.
+    /// The judging's wall time (in `assay run`, from the start: it judges while the model
+    /// answers).
     pub wall: std::time::Duration,
 }
 

@@ -227,6 +227,7 @@ impl References {
                 limits: reference_limits(),
                 test_budgets: Default::default(),
                 guards: self.guards,
+                note: None,
             };
             let (engine, environment, done) = (engine.clone(), environment.clone(), done.clone());
             tokio::spawn(async move {

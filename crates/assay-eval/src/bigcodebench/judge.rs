@@ -29,6 +29,8 @@ pub(crate) struct Job {
     /// Budgets of single tests (none: the job's limit alone).
     pub test_budgets: BTreeMap<String, TestBudget>,
     pub guards: bool,
+    /// Why the answer is empty, when the model gave none: said first in the verdict's reason.
+    pub note: Option<String>,
 }
 
 impl Job {
@@ -51,6 +53,7 @@ impl Job {
             limits: options.limits.clone(),
             test_budgets: Default::default(),
             guards: options.guards,
+            note: None,
         }
     }
 
@@ -79,9 +82,15 @@ pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) 
         } else {
             outcome.status
         },
-        reason: infra
-            .as_ref()
-            .map_or_else(|| outcome.reason.clone(), |c| c.to_string()),
+        reason: {
+            let reason = infra
+                .as_ref()
+                .map_or_else(|| outcome.reason.clone(), |c| c.to_string());
+            match job.note {
+                Some(note) => format!("{note}; {reason}"),
+                None => reason,
+            }
+        },
         official: if infra.is_some() {
             None
         } else {

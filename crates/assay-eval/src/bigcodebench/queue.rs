@@ -1,8 +1,9 @@
 //! The samples waiting for the sandbox. Each waits for its task's reference run (whose time
 //! sets its limit), then joins a queue served longest first, handed to the engine no more than
-//! it runs at once: whenever answers wait (all of a samples file, or a model answering faster
-//! than the sandbox judges) the slowest tasks start early instead of ending the run alone, and
-//! otherwise every answer starts the moment it arrives.
+//! it runs at once: whenever answers wait for the sandbox, the slowest tasks start first
+//! instead of ending the run alone, and otherwise every answer starts the moment it arrives.
+//! (Answers that arrive together, a samples file's, come slowest first already: the engine
+//! takes the first ones before the rest arrive.)
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -126,7 +127,10 @@ impl Queue {
                     ready.push(Ready { expected, order, job });
                 }
                 Some(record) = running.next(), if !running.is_empty() => {
-                    let _ = done.send(Finished::Sample(record));
+                    // Nobody left to keep verdicts (the judging stopped): start nothing more.
+                    if done.send(Finished::Sample(record)).is_err() {
+                        return;
+                    }
                 }
             }
         }

@@ -69,22 +69,7 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
             return Ok(Err("has not ended its generation".into()));
         };
         let rows: Vec<String> = rows.lines().map(str::to_string).collect();
-        let row_tasks = rows
-            .iter()
-            .enumerate()
-            .map(|(i, row)| {
-                serde_json::from_str::<Value>(row)
-                    .ok()
-                    .and_then(|v| v["task_id"].as_str().map(str::to_string))
-                    .ok_or_else(|| {
-                        invalid(format!(
-                            "{}:{}: a sample without its task_id",
-                            dir.join(SAMPLES).display(),
-                            i + 1
-                        ))
-                    })
-            })
-            .collect::<Result<_, _>>()?;
+        let row_tasks = row_tasks(dir, &rows)?;
         return Ok(Ok(Part {
             rows,
             row_tasks,
@@ -116,10 +101,19 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
             rows.len()
         )));
     }
+    // A run judges answers before samples.jsonl is written, under the places they will
+    // have: the records of a session that never ended may not be its rows' yet.
+    let row_tasks = row_tasks(dir, &rows)?;
+    if let Some(record) = records.values().find(|r| r.task_id != row_tasks[r.index]) {
+        return Ok(Err(format!(
+            "has not ended: its record of sample {} is for {}, the sample for {}",
+            record.index, record.task_id, row_tasks[record.index]
+        )));
+    }
     let records: Vec<SampleRecord> = records.into_values().collect();
     Ok(Ok(Part {
         rows,
-        row_tasks: records.iter().map(|r| r.task_id.clone()).collect(),
+        row_tasks,
         generation,
         judged: Some(Judged {
             records,
@@ -127,6 +121,25 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
             model: pass_at_k["model"].as_str().unwrap_or_default().to_string(),
         }),
     }))
+}
+
+/// The task of each of `dir`'s samples (`rows` of its samples.jsonl).
+fn row_tasks(dir: &Path, rows: &[String]) -> Result<Vec<String>, PipelineError> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            serde_json::from_str::<Value>(row)
+                .ok()
+                .and_then(|v| v["task_id"].as_str().map(str::to_string))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "{}:{}: a sample without its task_id",
+                        dir.join(SAMPLES).display(),
+                        i + 1
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// The tasks the shards split, as their identity names them, checked to be the data they ran.
