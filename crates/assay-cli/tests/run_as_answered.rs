@@ -10,7 +10,7 @@ mod mock;
 
 use std::path::Path;
 use std::process::{Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,17 +36,11 @@ fn answer(task_id: &str, i: usize) -> String {
     format!("Here it is:\n\n```python\n{code}\n```\n")
 }
 
-/// A server answering every request with `n` answers at once, except for the task `held`
-/// names, which hangs while its flag is up.
-fn server(held: Option<(&'static str, Arc<AtomicBool>)>) -> MockServer {
+/// A server answering every request with `n` answers at once.
+fn server() -> MockServer {
     let server = MockServer::start_on_thread();
     server.respond_with(Route::Chat, move |body| {
         let task = asked_about(body);
-        if let Some((id, flag)) = &held {
-            if task == *id && flag.load(Ordering::SeqCst) {
-                return Reply::Hang;
-            }
-        }
         let n = body["n"].as_u64().unwrap_or(1) as usize;
         let texts: Vec<String> = (0..n).map(|i| answer(&task, i)).collect();
         Reply::chat(&texts.iter().map(String::as_str).collect::<Vec<_>>())
@@ -87,7 +81,7 @@ fn progress(out: &Output) -> Vec<String> {
 #[test]
 fn a_run_writes_what_generate_then_eval_write() {
     let dir = tempfile::tempdir().unwrap();
-    let server = server(None);
+    let server = server();
     for (name, rest) in [
         ("complete-1", vec![]),
         ("instruct-3", vec!["--split", "instruct", "-n", "3"]),
@@ -199,8 +193,19 @@ fn records_by_task(run: &Path) -> Vec<(String, Value)> {
 #[test]
 fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let hang = Arc::new(AtomicBool::new(true));
-    let server = server(Some((TASKS[1], hang.clone())));
+    // Session 0: the last two tasks refused (an ended run, its figures written). Session 1:
+    // the last answered, the second hanging. Session 2: everything answered.
+    let phase = Arc::new(AtomicUsize::new(0));
+    let now = phase.clone();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, move |body| {
+        let task = asked_about(body);
+        match (task.as_str(), now.load(Ordering::SeqCst)) {
+            (t, 0) if t != TASKS[0] => Reply::openai_error(503, "server_error", "busy", "later"),
+            (t, 1) if t == TASKS[1] => Reply::Hang,
+            _ => Reply::chat(&[&answer(&task, 0)]),
+        }
+    });
     let args = [
         "run",
         "bigcodebench-hard",
@@ -210,9 +215,21 @@ fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
         "openai:m",
         "--base-url",
         &server.openai_base(),
+        "--retries",
+        "0",
         "--out",
         "run",
     ];
+    let ended = assay_command(dir.path())
+        .args(args)
+        .args(JUDGING)
+        .output()
+        .unwrap();
+    assert_eq!(ended.status.code(), Some(1), "{}", text(&ended.stderr));
+    let summary = dir.path().join("run/summary.json");
+    assert!(summary.exists());
+
+    phase.store(1, Ordering::SeqCst);
     let mut child = assay_command(dir.path())
         .args(args)
         .args(JUDGING)
@@ -220,7 +237,7 @@ fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Two answers judged while the model still owes the third: judged as they came.
+    // A new verdict while the model still owes the second answer: judged as it came.
     let (results, log) = (
         dir.path().join("run/results.jsonl"),
         dir.path().join("run/generation.jsonl"),
@@ -230,16 +247,16 @@ fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
     while count(&results) < 2 {
         assert!(
             Instant::now() < deadline,
-            "no two verdicts while the third answer was owed"
+            "no new verdict while the second answer was owed"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(count(&log), 2, "the third answer never came");
-    assert!(!dir.path().join("run/samples.jsonl").exists());
+    assert_eq!(count(&log), 4, "the second answer never came");
+    // samples.jsonl is still session 0's, and its figures are gone: they miss the new verdict.
+    assert_eq!(lines(&dir.path().join("run/samples.jsonl")).len(), 1);
+    assert!(!summary.exists());
     child.kill().unwrap();
     child.wait().unwrap();
-    // Unended: no figures that would miss the third sample.
-    assert!(!dir.path().join("run/summary.json").exists());
     let before = records_by_task(&dir.path().join("run"));
     assert_eq!(
         before.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>(),
@@ -248,7 +265,7 @@ fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
     );
 
     // The same command: only the owed answer is asked for, only its sample judged.
-    hang.store(false, Ordering::SeqCst);
+    phase.store(2, Ordering::SeqCst);
     let resumed = assay_command(dir.path())
         .args(args)
         .args(JUDGING)
@@ -263,8 +280,8 @@ fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
     asked.sort();
     assert_eq!(
         asked,
-        [TASKS[1], TASKS[1], TASKS[2], TASKS[0]],
-        "by task id"
+        [TASKS[1], TASKS[1], TASKS[1], TASKS[2], TASKS[2], TASKS[0]],
+        "by task id: refused, hung and answered; refused and answered; answered"
     );
     let after = records_by_task(&dir.path().join("run"));
     assert_eq!(after.len(), 3);

@@ -11,5 +11,5 @@ pub mod prompt;
 mod run;
 mod settings;
 
-pub use run::{totals, GenerateError, Generated, Generation, Model, Onward, Pending, GENERATION};
+pub use run::{totals, GenerateError, Generation, Model, Onward, Pending, GENERATION};
 pub use settings::{resolve, SettingsError};

@@ -271,7 +271,7 @@ impl Generation<'_> {
         dir: &RunDir,
         pending: Pending,
         listener: &mut dyn Listener,
-    ) -> Result<Generated, GenerateError> {
+    ) -> Result<GenerationOutcome, GenerateError> {
         let settings = self.settings;
         let missing = pending.answers();
         let Pending {
@@ -382,12 +382,10 @@ impl Generation<'_> {
         if let Some(error) = stop {
             return Err(error);
         }
-        Ok(Generated {
-            outcome: GenerationOutcome {
-                samples: written,
-                unanswered: failures.into_values().collect(),
-                totals: totals(&records, self.prices.as_ref()),
-            },
+        Ok(GenerationOutcome {
+            samples: written,
+            unanswered: failures.into_values().collect(),
+            totals: totals(&records, self.prices.as_ref()),
         })
     }
 }
@@ -401,12 +399,6 @@ fn slowest_first(work: &mut VecDeque<(Arc<Task>, u32)>, onward: &Onward) {
             .seconds(&b.task_id)
             .total_cmp(&onward.seconds(&a.task_id))
     });
-}
-
-/// What a generation came to.
-pub struct Generated {
-    /// The outcome, as the manifest keeps it.
-    pub outcome: GenerationOutcome,
 }
 
 /// Asks `model` for `need` answers to `task` and sanitizes them.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use assay_generate::{prompt, resolve, Generated, Generation, Model, Onward};
+use assay_generate::{prompt, resolve, Generation, Model, Onward};
 use assay_models::{
     ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider, ServeSettings,
 };
@@ -248,7 +248,7 @@ pub async fn generate(
     python: &Path,
     listener: &mut dyn Listener,
     onward: Option<Onward>,
-) -> Result<Generated, PipelineError> {
+) -> Result<GenerationOutcome, PipelineError> {
     let python = python.to_path_buf();
     let sanitizer = tokio::task::spawn_blocking(move || Sanitizer::new(&python))
         .await
@@ -270,12 +270,11 @@ pub async fn generate(
         }
         _ => None,
     };
-    let generated = generation.run(run, pending, listener).await;
+    let outcome = generation.run(run, pending, listener).await;
     if let Some(server) = server {
         server.stop().await;
     }
-    let generated = generated?;
-    let outcome = &generated.outcome;
+    let outcome = outcome?;
     let mut manifest = run.manifest()?;
     // The last server started for the run, this session or an earlier one, stays on record.
     let server = manifest.model_access.and_then(|a| a.server);
@@ -291,7 +290,7 @@ pub async fn generate(
     listener.on_event(&RunEvent::GenerationFinished {
         outcome: outcome.clone(),
     });
-    Ok(generated)
+    Ok(outcome)
 }
 
 /// What `generate` asks for.
@@ -328,9 +327,7 @@ pub async fn generate_only(
     });
     let manifest = chosen.manifest(Kind::BigcodebenchGenerate, &request.tasks, &dataset);
     let run = RunDir::open::<serde_json::Value>(&out, &manifest)?.dir;
-    let outcome = generate(&run, &dataset, chosen, &request.python, listener, None)
-        .await?
-        .outcome;
+    let outcome = generate(&run, &dataset, chosen, &request.python, listener, None).await?;
     Ok(GenerateReport {
         outcome,
         dir: run.path().to_path_buf(),

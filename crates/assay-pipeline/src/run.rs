@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use assay_eval::bigcodebench::samples;
-use assay_generate::{Generated, Onward};
+use assay_generate::Onward;
 use assay_records::{EvalSummary, GenerationOutcome, Kind, Listener, RunEvent, Split};
 use assay_rundir::SAMPLES;
 use tokio::sync::mpsc;
@@ -85,7 +85,7 @@ pub async fn run(
         judging_seconds: prepared.judging_seconds(&dataset),
     };
     let expected = dataset.tasks.len() * chosen.settings.n as usize;
-    let (generated, verdicts) = {
+    let (outcome, verdicts) = {
         let shared = Mutex::new(&mut *listener);
         let (mut generating, mut judging) = (Shared(&shared), Shared(&shared));
         tokio::try_join!(
@@ -108,7 +108,6 @@ pub async fn run(
             ),
         )?
     };
-    let Generated { outcome } = generated;
     if outcome.samples == 0 {
         return Err(PipelineError::Invalid(
             "the model answered no task, so there is nothing to evaluate; rerun the same command \

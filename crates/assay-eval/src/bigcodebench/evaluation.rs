@@ -217,9 +217,7 @@ impl Judging<'_> {
 
     /// The program `solution` runs for `task`, with its digest.
     fn program(&self, task: &Task, solution: &str) -> (String, String) {
-        let program = program(solution, task, self.options.calibrated);
-        let digest = digest(&program);
-        (program, digest)
+        with_digest(program(solution, task, self.options.calibrated))
     }
 }
 
@@ -424,9 +422,13 @@ fn programs(
         .iter()
         .map(|sample| {
             let task = tasks[sample.task_id.as_str()];
-            let program = program(&sample.solution(task), task, calibrated);
-            let digest = digest(&program);
-            (program, digest)
+            with_digest(program(&sample.solution(task), task, calibrated))
         })
         .collect()
+}
+
+/// `program` with its digest: what a record names as what it executed.
+fn with_digest(program: String) -> (String, String) {
+    let digest = digest(&program);
+    (program, digest)
 }
