@@ -24,7 +24,7 @@ mod view_cmd;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "assay", version, about, long_about = None)]
+#[command(name = "assay", version = env!("ASSAY_LONG_VERSION"), about, long_about = None)]
 struct Cli {
     /// More log output (repeat for more); `RUST_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]

@@ -19,9 +19,23 @@ fn version_and_help() {
     let dir = tempfile::tempdir().unwrap();
     let out = assay(&["--version"], dir.path());
     assert!(out.status.success());
+    // The commit the binary was built from: this checkout's HEAD (the tests run from one).
+    #[allow(clippy::disallowed_methods)] // git, not a child of assay
+    let head = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%H %cs"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git, to read this checkout's HEAD");
+    assert!(head.status.success(), "git log: {}", text(&head.stderr));
+    let head = text(&head.stdout);
+    let (hash, date) = head.trim().split_once(' ').expect("hash and date");
     assert_eq!(
         text(&out.stdout).trim(),
-        format!("assay {}", env!("CARGO_PKG_VERSION"))
+        format!(
+            "assay {} ({} {date})",
+            env!("CARGO_PKG_VERSION"),
+            &hash[..9]
+        )
     );
     let help = text(&assay(&["--help"], dir.path()).stdout);
     assert!(help.contains("env") && help.contains("sandbox"), "{help}");
