@@ -12,6 +12,10 @@ const FORMAT: &str = "--format=%H %cs";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // Where git looks for the repository.
+    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES"] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
     let commit = from_git().or_else(|| from_file(Path::new("COMMIT")));
     let described = match commit.as_deref().and_then(|c| c.split_once(' ')) {
         Some((hash, date)) => {
@@ -36,6 +40,9 @@ fn from_git() -> Option<String> {
     }
     let line = git(&["log", "-1", FORMAT])?;
     let git_path = |name: &str| git(&["rev-parse", "--git-path", name]).map(PathBuf::from);
+    // HEAD's reflog takes a line at every move, commits included, even when the branch's ref
+    // lives only in packed-refs (a commit then writes a loose ref this script never saw).
+    watch(&git_path("logs/HEAD")?);
     watch(&git_path("HEAD")?);
     if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
         watch(&git_path(&branch)?);
@@ -64,7 +71,12 @@ fn watch(path: &Path) {
 fn git(args: &[&str]) -> Option<String> {
     // A build script's own tool, not a child of assay: child_env's allow-list is for those.
     #[allow(clippy::disallowed_methods)]
-    let output = Command::new("git").args(args).output().ok()?;
+    let output = Command::new("git")
+        // A signature shown by `log` would land in the version.
+        .args(["-c", "log.showSignature=false"])
+        .args(args)
+        .output()
+        .ok()?;
     if !output.status.success() {
         return None;
     }

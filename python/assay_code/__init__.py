@@ -19,7 +19,9 @@ def _candidates():
     user_scheme = f"{os.name}_user"
     if user_scheme in sysconfig.get_scheme_names():
         yield Path(sysconfig.get_path("scripts", scheme=user_scheme))
-    package = Path(__file__).resolve().parent
+    # absolute(), not resolve(): a package linked in from elsewhere (uv's symlink mode) still
+    # counts from where it is installed.
+    package = Path(__file__).absolute().parent
     # `pip install --prefix P`: P/lib/pythonX.Y/site-packages/assay_code -> P/bin.
     if len(package.parents) > 3:
         yield package.parents[3] / "bin"
