@@ -187,18 +187,27 @@ impl Environment {
 
     /// `pip install` into this environment with `installer`; the caller adds what to install.
     fn pip_install(&self, installer: &Installer) -> Command {
-        match installer {
+        let build_env = self.profile.build_env;
+        let mut c = match installer {
             Installer::Uv(uv) => {
                 let mut c = child_env::command(uv, Inherit::Tools);
                 c.args(["pip", "install", "--python"]).arg(self.python());
+                if !build_env.is_empty() {
+                    c.arg("--no-cache");
+                }
                 c
             }
             Installer::Pip => {
                 let mut c = child_env::command(self.python(), Inherit::Tools);
                 c.args(["-m", "pip", "install", "--disable-pip-version-check"]);
+                if !build_env.is_empty() {
+                    c.arg("--no-cache-dir");
+                }
                 c
             }
-        }
+        };
+        c.envs(build_env.iter().copied());
+        c
     }
 
     /// Puts the programs the profile's wheels ship on the jobs' `PATH`: an executable link in

