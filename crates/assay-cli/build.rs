@@ -18,17 +18,10 @@ fn main() {
     }
     let commit = from_git().or_else(|| from_file(Path::new("COMMIT")));
     let described = match commit.as_deref().and_then(|c| c.split_once(' ')) {
-        Some((hash, date)) => {
-            let short: String = hash.chars().take(9).collect();
-            format!("{} ({short} {date})", version())
-        }
-        None => format!("{} (commit unknown)", version()),
+        Some((hash, date)) => format!("{} {date}", hash.chars().take(9).collect::<String>()),
+        None => "commit unknown".to_string(),
     };
-    println!("cargo:rustc-env=ASSAY_LONG_VERSION={described}");
-}
-
-fn version() -> String {
-    std::env::var("CARGO_PKG_VERSION").expect("cargo sets CARGO_PKG_VERSION")
+    println!("cargo:rustc-env=ASSAY_COMMIT={described}");
 }
 
 /// `hash date` of HEAD, and a rerun whenever HEAD moves (a commit, a checkout, a fetch that

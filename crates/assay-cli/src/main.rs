@@ -23,8 +23,11 @@ mod view_cmd;
 
 use clap::{Parser, Subcommand};
 
+/// The version and the commit it was built from (build.rs), e.g. `0.1.0 (1ebed9e5c 2026-12-04)`.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ASSAY_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "assay", version = env!("ASSAY_LONG_VERSION"), about, long_about = None)]
+#[command(name = "assay", version = VERSION, about, long_about = None)]
 struct Cli {
     /// More log output (repeat for more); `RUST_LOG` overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]

@@ -187,25 +187,22 @@ impl Environment {
 
     /// `pip install` into this environment with `installer`; the caller adds what to install.
     fn pip_install(&self, installer: &Installer) -> Command {
-        let build_env = self.profile.build_env;
-        let mut c = match installer {
+        let (mut c, no_cache) = match installer {
             Installer::Uv(uv) => {
                 let mut c = child_env::command(uv, Inherit::Tools);
                 c.args(["pip", "install", "--python"]).arg(self.python());
-                if !build_env.is_empty() {
-                    c.arg("--no-cache");
-                }
-                c
+                (c, "--no-cache")
             }
             Installer::Pip => {
                 let mut c = child_env::command(self.python(), Inherit::Tools);
                 c.args(["-m", "pip", "install", "--disable-pip-version-check"]);
-                if !build_env.is_empty() {
-                    c.arg("--no-cache-dir");
-                }
-                c
+                (c, "--no-cache-dir")
             }
         };
+        let build_env = self.profile.build_env;
+        if !build_env.is_empty() {
+            c.arg(no_cache);
+        }
         c.envs(build_env.iter().copied());
         c
     }
