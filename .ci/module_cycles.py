@@ -4,9 +4,11 @@
 A circle between modules means neither can be read, tested or moved without the other; the fix
 is to move what both use down into a module both import. For every crate under crates/, each
 file is a module (`a/b.rs` and `a/b/mod.rs` are `a::b`; `lib.rs` and `main.rs` the root) and
-each `crate::…` or `super::…` path in it an edge to the deepest module that path names. Edges
+each `crate::…` or `super::…` path in it an edge to the deepest module that path names; a name
+the crate root re-exports (`pub use config::Limits;`) leads to the module it comes from. Edges
 to the crate root or to a module's own ancestors are left out: a parent declares its children
 and re-exports from them, so a child naming its parent is how Rust modules nest, not a circle.
+(Method calls name no module, so a circle made only of them goes unseen.)
 
 Prints each circle (a strongly connected set of two or more modules) and exits 1 if there is
 one; `--list` prints them and exits 0 (for the before/after counts in a closing note).
@@ -19,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PATH = re.compile(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+|::\{)")
 USE = re.compile(r"\buse\s+((?:crate|super)::[^;]*);", re.S)
+PUB_USE = re.compile(r"\bpub\s+use\s+([^;]*);", re.S)
 COMMENT = re.compile(r"//[^\n]*")
 
 
@@ -30,7 +33,8 @@ def module_of(src: Path, file: Path) -> tuple:
 
 
 def expand(tree: str) -> list:
-    """The paths a `use` tree names: `a::{b, c::{d}}` -> [a::b, a::c::d]."""
+    """The paths a `use` tree names: `a::{b, c::{d as e}}` -> [a::b, a::c::d]."""
+    tree = re.sub(r"\s+as\s+\w+", "", tree)
     tree = re.sub(r"\s+", "", tree)
     depth, start = 0, None
     for i, ch in enumerate(tree):
@@ -50,7 +54,7 @@ def expand(tree: str) -> list:
                         last = j + 1
                 items.append(inner[last:])
                 return [p for item in items if item for p in expand(prefix + item)]
-    return [tree.split(" as ")[0]]
+    return [tree]
 
 
 def referenced(text: str) -> list:
@@ -61,7 +65,19 @@ def referenced(text: str) -> list:
     return paths
 
 
-def resolve(path: str, here: tuple, modules: set) -> tuple:
+def reexports(root_text: str, modules: set) -> dict:
+    """What the crate root re-exports from its own modules: name -> the module it is from."""
+    found = {}
+    for tree in PUB_USE.findall(COMMENT.sub("", root_text)):
+        for path in expand(tree):
+            segments = [s for s in path.split("::") if s and s not in ("crate", "self")]
+            module = tuple(segments[:-1])
+            if module in modules and module:
+                found[segments[-1]] = module
+    return found
+
+
+def resolve(path: str, here: tuple, modules: set, reexported: dict) -> tuple:
     segments = [s for s in path.split("::") if s and s != "self"]
     if segments[0] == "crate":
         base, rest = (), segments[1:]
@@ -77,6 +93,8 @@ def resolve(path: str, here: tuple, modules: set) -> tuple:
         candidate = base + tuple(rest[:i])
         if candidate in modules:
             best = candidate
+    if best == () and rest and rest[0] in reexported:
+        best = reexported[rest[0]]
     return best
 
 
@@ -84,10 +102,11 @@ def circles_in(crate: Path) -> list:
     src = crate / "src"
     files = {module_of(src, f): f for f in src.rglob("*.rs")}
     modules = set(files)
+    reexported = reexports(files[()].read_text(), modules) if () in files else {}
     edges = {m: set() for m in modules}
     for module, file in files.items():
         for path in referenced(file.read_text()):
-            target = resolve(path, module, modules)
+            target = resolve(path, module, modules, reexported)
             if target != module and target != module[: len(target)]:
                 edges[module].add(target)
     return strongly_connected(edges)
