@@ -167,21 +167,17 @@ async fn check(args: &EngineArgs, json: bool) -> Result<i32> {
             "  limits: memory via {:?}, cgroup {}, tree kill by {}",
             report.memory_limit, report.cgroup, report.tree_kill
         );
-        let modules = engine.preload_report()["modules"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(
-                        |(name, r)| match (r["ok"].as_bool(), r["missing"].as_bool()) {
-                            (Some(true), _) => name.clone(),
-                            (_, Some(true)) => format!("{name} (not installed)"),
-                            _ => format!("{name} (FAILED: {})", r["error"].as_str().unwrap_or("?")),
-                        },
-                    )
-                    .collect::<Vec<_>>()
-                    .join(", ")
+        let modules = engine
+            .preload_report()
+            .modules
+            .iter()
+            .map(|(name, load)| match (load.ok, load.missing) {
+                (true, _) => name.clone(),
+                (_, Some(true)) => format!("{name} (not installed)"),
+                _ => format!("{name} (FAILED: {})", load.error.as_deref().unwrap_or("?")),
             })
-            .unwrap_or_default();
+            .collect::<Vec<_>>()
+            .join(", ");
         println!("python {}; preloaded: {modules}", engine.python_version());
         for (name, status, reason, wall) in &checks {
             println!(

@@ -226,12 +226,12 @@ async fn start_under(
     let engine = Engine::start(config)
         .await
         .expect("engine starts at full isolation");
-    let failed: Vec<_> = engine.preload_report()["modules"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, r)| r["ok"] != true)
-        .map(|(name, r)| format!("{name}: {}", r["error"]))
+    let failed: Vec<_> = engine
+        .preload_report()
+        .modules
+        .iter()
+        .filter(|(_, load)| !load.ok)
+        .map(|(name, load)| format!("{name}: {:?}", load.error))
         .collect();
     assert!(
         failed.is_empty(),

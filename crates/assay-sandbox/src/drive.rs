@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::time::Instant;
@@ -14,9 +13,11 @@ use crate::cgroup::CgroupStats;
 use crate::config::Limits;
 use crate::deadlock;
 use crate::outcome::Usage;
+use crate::protocol::job::{Event, Stage};
+use crate::protocol::Rusage;
 use crate::sandbox::Sandbox;
 use crate::slots::{self, CpuMeter, METER_TICK};
-use crate::worker::{ExitNotice, Rusage};
+use crate::worker::ExitNotice;
 use assay_records::{Captured, TestBudget};
 
 /// How long to wait for the rest of the output once the job process is dead.
@@ -31,7 +32,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(1);
 #[derive(Debug)]
 pub(crate) enum End {
     /// The frame the caller was waiting for.
-    Final(Value),
+    Final(Event),
     /// The results stream ended (the process and everything holding the pipe are gone).
     Closed,
     /// The process ended while something else still held the results pipe.
@@ -41,7 +42,8 @@ pub(crate) enum End {
     /// The part of the job running (a test) used up its own budget before the job's
     /// deadline.
     Budget(Overrun),
-    /// The results stream broke the protocol (too large, not JSON...).
+    /// The results stream broke the protocol: too large, cut short, a frame that does not
+    /// parse or may not come at that point (what arrived, and why it was refused).
     Garbled(String),
 }
 
@@ -267,7 +269,7 @@ pub(crate) async fn run_until<R: Into<Read>>(
     sandbox: &mut Sandbox,
     streams: &mut Streams,
     deadline: Instant,
-    mut on_frame: impl FnMut(&Value, &CpuMeter) -> R,
+    mut on_frame: impl FnMut(&Event, &CpuMeter) -> R,
 ) -> End {
     let meter = sandbox.cpu_meter();
     // Once the process is gone, frames it wrote may still wait in the pipe: keep reading for
@@ -303,7 +305,7 @@ pub(crate) async fn run_until<R: Into<Read>>(
                     Read::Reset => clock = None,
                 },
                 Ok(None) => return End::Closed,
-                Err(e) => return End::Garbled(e.to_string()),
+                Err(e) => return End::Garbled(e),
             },
             _ = sandbox.exit.wait(), if exit_grace.is_none() => {
                 exit_grace = Some(Instant::now() + EXIT_GRACE);
@@ -327,13 +329,13 @@ pub(crate) struct Aftermath {
 /// After a job's final frame: kill it, keep what output is already in the pipes, read the
 /// cgroup, and leave the rest to a background task. Tearing down a job's namespaces costs the
 /// kernel ~10 ms, which no verdict needs to wait for.
-pub(crate) fn settle(mut sandbox: Sandbox, streams: &mut Streams, last: &Value) -> Aftermath {
+pub(crate) fn settle(mut sandbox: Sandbox, streams: &mut Streams, last: &Event) -> Aftermath {
     sandbox.kill();
     streams.drain_now(&sandbox);
     let aftermath = Aftermath {
         notice: sandbox.exit.current(),
         cgroup: sandbox.cgroup.as_ref().map(|c| c.stats()),
-        reported: serde_json::from_value(last["rusage"].clone()).ok(),
+        reported: last.rusage(),
     };
     tokio::spawn(async move {
         // Holding the sandbox until the worker reaps the process keeps its cgroup and
@@ -448,9 +450,9 @@ impl Aftermath {
 
 /// How a job's end reads, before its kind looks at the report: the one reading unittest jobs,
 /// scripts and session cells share.
-pub(crate) enum Ending<'a> {
+pub(crate) enum Ending<R> {
     /// The awaited report arrived, and no limit overrides it.
-    Reported(&'a Value),
+    Reported(R),
     /// The clock or a limit stopped the code while it ran (a machine out of memory makes
     /// that `infra`).
     Stopped(crate::Status, String),
@@ -461,16 +463,18 @@ pub(crate) enum Ending<'a> {
     Unreported(String),
 }
 
-/// Reads `end`: `reported` says whether a final frame is the awaited report (a harness
-/// failure frame is not); `started` whether the untrusted code had started (a job that could
-/// not be prepared before it did is the harness's failure, `infra`).
-pub(crate) fn ending<'a>(
+/// Reads `end`: `report` takes a final frame that is the awaited report (a harness failure
+/// frame is not); `started` says whether the untrusted code had started: until it did, only
+/// the harness wrote on the results pipe, so a job that could not be prepared, or whose
+/// results broke the protocol, is the harness's failure (`infra`); after, the code could have
+/// written anything there (see `protocol::expect`).
+pub(crate) fn ending<'a, R>(
     end: &'a End,
     aftermath: &Aftermath,
     limits: &Limits,
     started: bool,
-    reported: impl Fn(&Value) -> bool,
-) -> Ending<'a> {
+    report: impl Fn(&'a Event) -> Option<R>,
+) -> Ending<R> {
     match end {
         End::Deadline => {
             let reason = format!(
@@ -485,7 +489,7 @@ pub(crate) fn ending<'a>(
         _ => {}
     }
     let report = match end {
-        End::Final(frame) if reported(frame) => Some(frame),
+        End::Final(frame) => report(frame),
         _ => None,
     };
     if report.is_none() {
@@ -502,12 +506,17 @@ pub(crate) fn ending<'a>(
         return Ending::Reported(report);
     }
     Ending::Unreported(match end {
-        End::Final(frame) => {
-            let error = frame["error"].as_str().unwrap_or_default();
-            if frame["stage"] == "prepare" && !started {
+        End::Final(Event::InternalError { stage, error }) => {
+            if *stage == Stage::Prepare && !started {
                 return Ending::HarnessFailed(format!("the job could not be prepared: {error}"));
             }
             format!("the harness inside the sandbox failed: {error}")
+        }
+        End::Final(other) => format!("it ended on `{}` without its report", other.tag()),
+        End::Garbled(e) if !started => {
+            return Ending::HarnessFailed(format!(
+                "the job process broke the worker protocol before the code started: {e}"
+            ));
         }
         End::Garbled(e) => format!("its results were garbled ({e})"),
         _ => match aftermath.exit() {

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use assay_pyenv::child_env::{self, Inherit};
-use serde_json::json;
 use tokio::sync::Notify;
 
 use crate::cgroup::Cgroups;
 use crate::config::{EngineConfig, IsolationMode};
+use crate::protocol::zygote::{Init, Mode, PreloadReport, View};
 use crate::sandbox::{Sandbox, Workspace};
 use crate::slots::{Slot, Slots};
 use crate::worker::{Worker, WorkerParams};
@@ -48,7 +48,7 @@ pub(crate) struct Inner {
     ids: AtomicU64,
     pub cgroups: Option<Cgroups>,
     report: OnceLock<IsolationReport>,
-    pub preload: serde_json::Map<String, serde_json::Value>,
+    pub preload: PreloadReport,
     pub python_version: String,
     /// Private host directory for degraded-mode workspaces; removed with the engine.
     scratch: PathBuf,
@@ -217,23 +217,22 @@ impl Engine {
         let scratch = make_scratch(&config, &name)?;
         let degraded_drop = root && readonly.iter().all(|p| reachable_by_others(p));
         let cgroups = config.cgroups.then(|| Cgroups::detect(&name)).flatten();
-        let init = json!({
-            "op": "init",
-            "namespaces": config.namespaces,
-            "landlock": config.landlock,
-            "network": config.network,
-            "strict": config.isolation == IsolationMode::Strict,
-            "drop_to": if root { Some([SANDBOX_ID, SANDBOX_ID]) } else { None },
-            "degraded_drop": degraded_drop,
-            "job_uid": job_uid,
-            "job_gid": job_gid,
-            "view": {"readonly": readonly, "masks": masks},
-            "preload": config.preload,
-            "seccomp": seccomp::programs(),
-            "workspace_mib": config.workspace_mib,
-            "shm_mib": config.shm_mib,
-            "degraded_home": scratch.join("worker-home"),
-        });
+        let init = Init {
+            namespaces: config.namespaces,
+            landlock: config.landlock,
+            network: config.network,
+            strict: config.isolation == IsolationMode::Strict,
+            drop_to: root.then_some([SANDBOX_ID, SANDBOX_ID]),
+            degraded_drop,
+            job_uid,
+            job_gid,
+            view: View { readonly, masks },
+            preload: config.preload.clone(),
+            seccomp: seccomp::programs(),
+            workspace_mib: config.workspace_mib,
+            shm_mib: config.shm_mib,
+            degraded_home: scratch.join("worker-home"),
+        };
         let mut base_env = base_env(&config.python);
         // Fixed at interpreter start, so for the worker and every program a job starts alike.
         base_env.insert("PYTHONHASHSEED".into(), config.conditions.seed.to_string());
@@ -252,16 +251,13 @@ impl Engine {
                 .map_err(|e| Error::Start(format!("{}: {e}", scratch.display())))?;
         }
         let worker = Worker::start(&params).await.map_err(Error::Start)?;
-        for (module, result) in worker.ready.preload["modules"]
-            .as_object()
-            .into_iter()
-            .flatten()
-        {
-            if result["ok"] != true && result["missing"] != true {
-                tracing::warn!("preloading {module} failed: {}", result["error"]);
+        for (module, load) in &worker.ready.preload.modules {
+            if load.failed() {
+                let error = load.error.as_deref().unwrap_or("(no reason given)");
+                tracing::warn!("preloading {module} failed: {error}");
             }
         }
-        let namespaced = worker.ready.mode == "namespaced";
+        let namespaced = worker.ready.mode == Mode::Namespaced;
         let cgroup_kind = cgroups.as_ref().map_or("none", |c| c.kind()).to_string();
         let tree_kill = if namespaced {
             "pid-namespace"
@@ -335,11 +331,9 @@ impl Engine {
         self.inner.report.get().expect("set during start")
     }
 
-    /// What the worker preloaded: `modules` maps each module to `{"ok": true, "seconds": ...}`
-    /// or `{"ok": false, "missing": bool, "error": ...}` (`missing`: not installed, as opposed
-    /// to failing); `warm_up` maps each library warmed after import to its seconds (or the
-    /// error that cut its warm-up short).
-    pub fn preload_report(&self) -> &serde_json::Map<String, serde_json::Value> {
+    /// What the worker preloaded: each module's import (done, not installed, or failed), and
+    /// each library warmed after import.
+    pub fn preload_report(&self) -> &PreloadReport {
         &self.inner.preload
     }
 
@@ -416,7 +410,7 @@ impl Inner {
     }
 
     fn new_workspace(&self, id: u64, worker: &Arc<Worker>) -> Result<Workspace, String> {
-        if worker.ready.mode == "namespaced" {
+        if worker.ready.mode == Mode::Namespaced {
             return Ok(Workspace::new(id, worker.clone(), None));
         }
         use std::os::unix::fs::PermissionsExt;
@@ -424,7 +418,7 @@ impl Inner {
         std::fs::create_dir_all(&dir)
             .and_then(|_| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)))
             .map_err(|e| format!("{}: {e}", dir.display()))?;
-        if self.params.init["degraded_drop"] == true {
+        if self.params.init.degraded_drop {
             std::os::unix::fs::chown(&dir, Some(SANDBOX_ID), Some(SANDBOX_ID))
                 .map_err(|e| format!("{}: {e}", dir.display()))?;
         }

@@ -1,12 +1,13 @@
-//! Length-prefixed JSON frames on the job pipes: 4 bytes little-endian length, then UTF-8 JSON.
+//! Length-prefixed frames on the job pipes: 4 bytes little-endian length, then UTF-8 JSON.
 //!
-//! The reader is cancel-safe (it keeps partial input in its own buffer), so a job's event loop
+//! Framing only: what a frame says is parsed where it arrives (`protocol`). The reader is
+//! cancel-safe (it keeps partial input in its own buffer), so a job's event loop
 //! can `select!` between results, output and deadlines without losing bytes, and it enforces
 //! per-frame and total size caps: the job process is untrusted, and so is what it sends.
 
 use std::io;
 
-use serde_json::Value;
+use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 const HEADER: usize = 4;
@@ -22,8 +23,6 @@ pub(crate) enum FrameError {
     TooMuch(usize),
     #[error("the results stream ended inside a frame")]
     Truncated,
-    #[error("a results frame is not JSON: {0}")]
-    NotJson(serde_json::Error),
 }
 
 pub(crate) struct FrameReader<R> {
@@ -46,8 +45,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
     }
 
-    /// The next frame, or `None` at a clean end of stream. Cancel-safe.
-    pub async fn next(&mut self) -> Result<Option<Value>, FrameError> {
+    /// The next frame's body, or `None` at a clean end of stream. Cancel-safe.
+    pub async fn next(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
         loop {
             if let Some(value) = self.take_frame()? {
                 return Ok(Some(value));
@@ -70,7 +69,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         self.consumed = 0;
     }
 
-    fn take_frame(&mut self) -> Result<Option<Value>, FrameError> {
+    fn take_frame(&mut self) -> Result<Option<Vec<u8>>, FrameError> {
         if self.buf.len() < HEADER {
             return Ok(None);
         }
@@ -84,20 +83,19 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         if self.buf.len() < HEADER + len {
             return Ok(None);
         }
-        let value =
-            serde_json::from_slice(&self.buf[HEADER..HEADER + len]).map_err(FrameError::NotJson)?;
+        let body = self.buf[HEADER..HEADER + len].to_vec();
         self.buf.drain(..HEADER + len);
         self.consumed += HEADER + len;
-        Ok(Some(value))
+        Ok(Some(body))
     }
 }
 
 /// Writes one frame.
 pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
     out: &mut W,
-    value: &Value,
+    value: &impl Serialize,
 ) -> io::Result<()> {
-    let body = serde_json::to_vec(value).expect("JSON values serialize");
+    let body = serde_json::to_vec(value).map_err(io::Error::other)?;
     let len = u32::try_from(body.len()).map_err(|_| io::Error::other("frame too large"))?;
     let mut data = Vec::with_capacity(HEADER + body.len());
     data.extend_from_slice(&len.to_le_bytes());
@@ -109,7 +107,7 @@ pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn frame(value: &Value) -> Vec<u8> {
         let body = serde_json::to_vec(value).unwrap();
@@ -125,35 +123,30 @@ mod tests {
         let (mut tx, rx) = tokio::io::duplex(3); // tiny buffer: frames arrive in pieces
         let writer = tokio::spawn(async move { tx.write_all(&bytes).await });
         let mut reader = FrameReader::new(rx, 1 << 20, 1 << 20);
-        assert_eq!(reader.next().await.unwrap(), Some(json!({"a": 1})));
-        assert_eq!(reader.next().await.unwrap(), Some(json!([2, 3])));
+        assert_eq!(reader.next().await.unwrap(), Some(br#"{"a":1}"#.to_vec()));
+        assert_eq!(reader.next().await.unwrap(), Some(b"[2,3]".to_vec()));
         writer.await.unwrap().unwrap();
         assert_eq!(reader.next().await.unwrap(), None);
     }
 
     #[tokio::test]
-    async fn rejects_oversized_truncated_and_garbage() {
+    async fn rejects_oversized_and_truncated() {
         let big = frame(&json!("x".repeat(100)));
         let mut r = FrameReader::new(&big[..], 50, 1 << 20);
         assert!(matches!(r.next().await, Err(FrameError::TooLarge(_))));
 
         let two = [frame(&json!(1)), frame(&json!(2))].concat();
         let mut r = FrameReader::new(&two[..], 1 << 20, 6);
-        assert_eq!(r.next().await.unwrap(), Some(json!(1)));
+        assert_eq!(r.next().await.unwrap(), Some(b"1".to_vec()));
         assert!(matches!(r.next().await, Err(FrameError::TooMuch(6))));
         let mut r = FrameReader::new(&two[..], 1 << 20, 6);
-        assert_eq!(r.next().await.unwrap(), Some(json!(1)));
+        assert_eq!(r.next().await.unwrap(), Some(b"1".to_vec()));
         r.reset_budget();
-        assert_eq!(r.next().await.unwrap(), Some(json!(2)));
+        assert_eq!(r.next().await.unwrap(), Some(b"2".to_vec()));
 
         let cut = &frame(&json!({"k": "v"}))[..7];
         let mut r = FrameReader::new(cut, 1 << 20, 1 << 20);
         assert!(matches!(r.next().await, Err(FrameError::Truncated)));
-
-        let mut junk = 3u32.to_le_bytes().to_vec();
-        junk.extend(b"{{{");
-        let mut r = FrameReader::new(&junk[..], 1 << 20, 1 << 20);
-        assert!(matches!(r.next().await, Err(FrameError::NotJson(_))));
     }
 
     #[tokio::test]
@@ -164,6 +157,7 @@ mod tests {
             .unwrap();
         drop(tx);
         let mut r = FrameReader::new(rx, 1 << 20, 1 << 20);
-        assert_eq!(r.next().await.unwrap().unwrap()["code"], "print('é')");
+        let body: Value = serde_json::from_slice(&r.next().await.unwrap().unwrap()).unwrap();
+        assert_eq!(body["code"], "print('é')");
     }
 }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
@@ -15,6 +14,7 @@ use crate::declared::declared_tests;
 use crate::drive::{ending, finish, run_until, settle, Aftermath, End, Ending, Read, Streams};
 use crate::engine::{Engine, Inner};
 use crate::outcome::{PyError, ScriptOutcome, UnittestOutcome, Usage};
+use crate::protocol::job::{Control, ErrorFrame, Event, FileData, JobBase, Rlimits, TestsDone};
 use crate::sandbox::{Sandbox, Workspace};
 use crate::slots::CpuMeter;
 use assay_records::Captured;
@@ -109,18 +109,18 @@ impl ScriptJob {
 }
 
 /// The rlimits a job process applies to itself before its code runs.
-pub(crate) fn rlimits(limits: &Limits, sandbox: &Sandbox, cpu: bool) -> Value {
+pub(crate) fn rlimits(limits: &Limits, sandbox: &Sandbox, cpu: bool) -> Rlimits {
     let cgroup = sandbox.cgroup.is_some();
-    json!({
-        "cpu_seconds": cpu.then(|| limits.cpu().as_secs_f64().ceil() as u64),
-        "file_size_bytes": limits.file_size_bytes,
-        "open_files": limits.open_files,
+    Rlimits {
+        cpu_seconds: cpu.then(|| limits.cpu().as_secs_f64().ceil() as u64),
+        file_size_bytes: limits.file_size_bytes,
+        open_files: limits.open_files,
         // Without a cgroup, RLIMIT_NPROC is the process cap; it counts per user namespace, so
         // it is only per-job when the job has its own.
-        "processes": (!cgroup && sandbox.layers.user_ns).then_some(limits.processes),
-        "data_bytes": (!cgroup).then_some(limits.memory_bytes),
-        "stack_bytes": limits.stack_bytes,
-    })
+        processes: (!cgroup && sandbox.layers.user_ns).then_some(limits.processes),
+        data_bytes: (!cgroup).then_some(limits.memory_bytes),
+        stack_bytes: limits.stack_bytes,
+    }
 }
 
 /// Where a job's directories are, as the job sees them.
@@ -155,35 +155,12 @@ fn temp_name(id: u64) -> String {
     format!("tmp{}", &blake3::hash(seed.as_bytes()).to_hex()[..8])
 }
 
-fn py_error(value: &Value) -> Option<PyError> {
-    value.as_object()?;
-    Some(PyError {
-        name: value["type"].as_str().unwrap_or_default().to_string(),
-        message: value["message"].as_str().unwrap_or_default().to_string(),
-        traceback: value["traceback"].as_str().unwrap_or_default().to_string(),
-    })
-}
-
 fn is_memory_error(traceback: &str) -> bool {
     traceback
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .is_some_and(|l| l.starts_with("MemoryError"))
-}
-
-fn pairs(value: &Value) -> Vec<(String, String)> {
-    value
-        .as_array()
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(|pair| {
-                    Some((pair[0].as_str()?.to_string(), pair[1].as_str()?.to_string()))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// What the unittest job's frames said.
@@ -203,33 +180,30 @@ struct TestLog {
 }
 
 impl TestLog {
-    fn observe(&mut self, frame: &Value, meter: &CpuMeter) -> Read {
-        match frame["ev"].as_str() {
-            Some("test_start") => {
+    fn observe(&mut self, frame: &Event, meter: &CpuMeter) -> Read {
+        match frame {
+            Event::TestStart { name } => {
                 self.cpu_at_start = meter.read();
-                let name = frame["name"].as_str().unwrap_or_default();
                 match self.budgets.get(name) {
-                    Some(&budget) => Read::Start(name.to_string(), budget, self.cpu_at_start),
+                    Some(&budget) => Read::Start(name.clone(), budget, self.cpu_at_start),
                     None => Read::Reset,
                 }
             }
-            Some("loaded") => {
-                let names = frame["tests"].as_array().map(|a| {
-                    a.iter()
-                        .filter_map(|n| n.as_str().map(str::to_string))
-                        .collect()
-                });
-                self.loaded = names;
+            Event::Loaded { tests } => {
+                self.loaded = Some(tests.clone());
                 Read::On
             }
-            Some("test") => {
-                let result =
-                    serde_json::from_value(frame["outcome"].clone()).unwrap_or(TestResult::Error);
+            Event::Test {
+                name,
+                outcome,
+                detail,
+                seconds,
+            } => {
                 self.tests.push(TestOutcome {
-                    name: frame["name"].as_str().unwrap_or_default().to_string(),
-                    result,
-                    detail: frame["detail"].as_str().unwrap_or_default().to_string(),
-                    seconds: frame["seconds"].as_f64().unwrap_or(0.0),
+                    name: name.clone(),
+                    result: *outcome,
+                    detail: detail.clone(),
+                    seconds: *seconds,
                     cpu_seconds: meter
                         .read()
                         .zip(self.cpu_at_start.take())
@@ -237,11 +211,14 @@ impl TestLog {
                 });
                 Read::Reset
             }
-            Some("fixture") => {
-                self.fixture_skipped |= frame["outcome"] == "skip";
+            Event::Fixture { outcome, .. } => {
+                self.fixture_skipped |= *outcome == TestResult::Skip;
                 Read::On
             }
-            Some("done") | Some("internal_error") => Read::Done,
+            Event::ModuleError { .. } | Event::TestsDone(_) | Event::InternalError { .. } => {
+                Read::Done
+            }
+            // `expect` admits no other event in a unittest job.
             _ => Read::On,
         }
     }
@@ -325,14 +302,37 @@ impl TestLog {
     }
 
     /// A summary is consistent with the streamed events: the same tests, each once.
-    fn consistent(&self, tests_run: Option<u64>) -> bool {
+    fn consistent(&self, tests_run: u64) -> bool {
         let mut names = HashSet::new();
         let unique = self.tests.iter().all(|t| names.insert(t.name.as_str()));
         let known = match &self.loaded {
             Some(loaded) => self.tests.iter().all(|t| loaded.contains(&t.name)),
             None => false,
         };
-        unique && known && tests_run == Some(self.tests.len() as u64)
+        unique && known && tests_run == self.tests.len() as u64
+    }
+}
+
+/// A unittest job's final report.
+enum UnittestReport<'a> {
+    /// The module raised before its tests ran.
+    Module {
+        error: &'a ErrorFrame,
+        tampered: &'a [String],
+    },
+    /// The tests ran.
+    Tests(&'a TestsDone),
+}
+
+impl<'a> UnittestReport<'a> {
+    fn of(frame: &'a Event) -> Option<Self> {
+        match frame {
+            Event::ModuleError {
+                error, tampered, ..
+            } => Some(UnittestReport::Module { error, tampered }),
+            Event::TestsDone(done) => Some(UnittestReport::Tests(done)),
+            _ => None,
+        }
     }
 }
 
@@ -356,7 +356,7 @@ impl UnittestRun {
             started,
         } = self;
         let mut parts = UnittestParts::default();
-        let done = match ending(&end, &aftermath, &limits, started, |f| f["ev"] == "done") {
+        let done = match ending(&end, &aftermath, &limits, started, UnittestReport::of) {
             Ending::Reported(done) => done,
             Ending::Stopped(status, reason) => {
                 // The test running when the clock or a limit stopped the code crashed.
@@ -380,28 +380,24 @@ impl UnittestRun {
                 };
             }
         };
-        parts.tampered = done["tampered"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if done["phase"] == "module" {
-            parts.error = py_error(&done["error"]);
-            let error = parts.error.clone().unwrap_or_default();
-            let status = if error.name == "MemoryError" {
-                Status::Oom
-            } else {
-                Status::Error
-            };
-            let reason = format!("{}: {}", error.name, error.message);
-            return (status, reason, Vec::new(), parts);
-        }
-        parts.failures = pairs(&done["failures"]);
-        parts.errors = pairs(&done["errors"]);
-        parts.error = py_error(&done["aborted"]);
+        let done = match done {
+            UnittestReport::Module { error, tampered } => {
+                parts.tampered = tampered.to_vec();
+                let status = if error.name == "MemoryError" {
+                    Status::Oom
+                } else {
+                    Status::Error
+                };
+                let reason = format!("{}: {}", error.name, error.message);
+                parts.error = Some(error.clone().into());
+                return (status, reason, Vec::new(), parts);
+            }
+            UnittestReport::Tests(done) => done,
+        };
+        parts.tampered = done.tampered.clone();
+        parts.failures = done.failures.clone();
+        parts.errors = done.errors.clone();
+        parts.error = done.aborted.clone().map(Into::into);
         let tests = progress.all_tests(None);
         let total = progress.loaded.as_ref().map_or(0, Vec::len);
         if !parts.tampered.is_empty() {
@@ -424,7 +420,7 @@ impl UnittestRun {
             );
             return (Status::Fail, reason, tests, parts);
         }
-        if !progress.consistent(done["tests_run"].as_u64()) {
+        if !progress.consistent(done.tests_run) {
             let reason = "the test report does not match the tests that ran".to_string();
             return (Status::Fail, reason, tests, parts);
         }
@@ -549,39 +545,37 @@ struct Ran {
 }
 
 impl Inner {
-    /// The spec every job kind starts from: its directories, environment and rlimits.
-    /// `cpu`: whether the CPU limit covers the whole job (not for sessions, whose cells each
-    /// get their own).
-    pub(crate) fn base_spec(
+    /// What every job kind starts from: its directories, environment and rlimits. `cpu`:
+    /// whether the CPU limit covers the whole job (not for sessions, whose cells each get
+    /// their own).
+    pub(crate) fn job_base(
         &self,
         sandbox: &Sandbox,
-        kind: &str,
         workdir: &str,
         env: &BTreeMap<String, String>,
         limits: &Limits,
         cpu: bool,
-    ) -> Value {
+    ) -> JobBase {
         let dirs = layout(sandbox, workdir);
-        json!({
-            "kind": kind,
-            "env": self.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), env),
-            "cwd": dirs.cwd,
-            "make_dirs": [dirs.home, dirs.tmp],
-            "limits": rlimits(limits, sandbox, cpu),
-            "conditions": self.config.conditions,
-        })
+        JobBase {
+            env: self.job_env(Path::new(&dirs.home), Path::new(&dirs.tmp), env),
+            cwd: dirs.cwd,
+            make_dirs: vec![dirs.home, dirs.tmp],
+            limits: rlimits(limits, sandbox, cpu),
+            conditions: self.config.conditions,
+        }
     }
 
-    /// Takes a slot and a ready job process, sends it `base_spec` plus `fields`, and reads
-    /// until `on_frame` says a frame is the one awaited, the job ends, or its time is up.
+    /// Takes a slot and a ready job process, sends it the job `job` makes of its base, and
+    /// reads until `on_frame` says a frame is the one awaited, the job ends, or its time is
+    /// up.
     async fn run_job(
         &self,
-        kind: &str,
         workdir: Option<&str>,
         env: &BTreeMap<String, String>,
         limits: &Limits,
-        fields: Value,
-        mut on_frame: impl FnMut(&Value, &CpuMeter) -> Read,
+        job: impl Fn(JobBase) -> Control,
+        on_frame: impl FnMut(&Event, &CpuMeter) -> Read,
     ) -> Result<Ran, String> {
         let mut slot = self.slot().await;
         // A ready process can die while it waits (the kernel's OOM killer picks job processes
@@ -591,10 +585,7 @@ impl Inner {
             attempts += 1;
             let mut sandbox = self.sandbox_for(limits).await?;
             let workdir = workdir.map_or_else(|| temp_name(sandbox.workspace.id), str::to_string);
-            let mut spec = self.base_spec(&sandbox, kind, &workdir, env, limits, true);
-            if let (Some(spec), Some(fields)) = (spec.as_object_mut(), fields.as_object()) {
-                spec.extend(fields.clone());
-            }
+            let spec = job(self.job_base(&sandbox, &workdir, env, limits, true));
             let started = Instant::now();
             match sandbox.send(&spec).await {
                 Ok(()) => break (sandbox, started),
@@ -605,26 +596,16 @@ impl Inner {
             }
         };
         let mut streams = Streams::new(limits.output_bytes);
-        let mut code_started = false;
         let meter = sandbox.cpu_meter();
-        let run = run_until(
-            &mut sandbox,
-            &mut streams,
-            started + limits.wall,
-            |frame, cpu| {
-                if frame["ev"] == "started" {
-                    code_started = true;
-                }
-                on_frame(frame, cpu)
-            },
-        );
-        tracing::debug!(kind, "job started");
+        let run = run_until(&mut sandbox, &mut streams, started + limits.wall, on_frame);
+        tracing::debug!("job started");
         let end = tokio::select! {
             end = run => end,
             never = slot.follow(&meter) => match never {},
         };
         drop(slot);
-        tracing::debug!(kind, wall = ?started.elapsed(), end = end.label(), "job ended");
+        tracing::debug!(wall = ?started.elapsed(), end = end.label(), "job ended");
+        let code_started = sandbox.results.code_started();
         let isolation = sandbox.layers.level();
         let workspace = sandbox.workspace.clone();
         let aftermath = match &end {
@@ -654,28 +635,25 @@ impl Engine {
         }
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
-        let fields = json!({
-            "code": job.code,
-            "test": job.test,
-            "test_class": job.test_class,
-            "guards": job.guards,
-            "files": encode_files(&job.files),
-            "dirs": job.dirs,
-        });
+        let files = encode_files(&job.files);
+        let control = |base| Control::Unittest {
+            base,
+            code: job.code.clone(),
+            test: job.test.clone(),
+            test_class: job.test_class.clone(),
+            guards: job.guards,
+            files: files.clone(),
+            dirs: job.dirs.clone(),
+        };
         let mut progress = TestLog {
             declared: declared_tests(&job.test, &job.test_class),
             budgets: job.test_budgets,
             ..TestLog::default()
         };
         let ran = inner
-            .run_job(
-                "unittest",
-                None,
-                &job.env,
-                &limits,
-                fields,
-                |frame, meter| progress.observe(frame, meter),
-            )
+            .run_job(None, &job.env, &limits, control, |frame, meter| {
+                progress.observe(frame, meter)
+            })
             .await;
         let Ran {
             end,
@@ -690,7 +668,7 @@ impl Engine {
             Err(e) => return infra(e, unittest_outcome),
         };
         let usage = aftermath.usage(wall);
-        let reported = matches!(&end, End::Final(frame) if frame["ev"] == "done");
+        let reported = matches!(&end, End::Final(frame) if UnittestReport::of(frame).is_some());
         let run = UnittestRun {
             progress,
             end,
@@ -734,18 +712,23 @@ impl Engine {
         }
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
-        let fields = json!({"code": job.code, "argv": job.argv, "files": encode_files(&job.files)});
+        let files = encode_files(&job.files);
+        let control = |base| Control::Script {
+            base,
+            code: job.code.clone(),
+            argv: job.argv.clone(),
+            files: files.clone(),
+        };
         let ran = inner
             .run_job(
-                "script",
                 Some(&job.workdir),
                 &job.env,
                 &limits,
-                fields,
+                control,
                 |frame, _| {
                     Read::from(matches!(
-                        frame["ev"].as_str(),
-                        Some("done" | "internal_error")
+                        frame,
+                        Event::ScriptDone { .. } | Event::InternalError { .. }
                     ))
                 },
             )
@@ -776,21 +759,30 @@ impl Engine {
     }
 }
 
-pub(crate) fn encode_files(files: &[crate::InputFile]) -> Vec<Value> {
+pub(crate) fn encode_files(files: &[crate::InputFile]) -> Vec<FileData> {
     let engine = base64::engine::general_purpose::STANDARD;
     files
         .iter()
-        .map(|f| json!({"path": f.path, "data": engine.encode(&f.data)}))
+        .map(|f| FileData {
+            path: f.path.clone(),
+            data: engine.encode(&f.data),
+        })
         .collect()
 }
 
-fn script_verdict(
-    end: &End,
+fn script_verdict<'a>(
+    end: &'a End,
     started: bool,
     aftermath: &Aftermath,
     limits: &Limits,
 ) -> ScriptOutcome {
-    let done = match ending(end, aftermath, limits, started, |f| f["ev"] == "done") {
+    let report = |frame: &'a Event| match frame {
+        Event::ScriptDone {
+            exit_code, error, ..
+        } => Some((*exit_code, error)),
+        _ => None,
+    };
+    let (exit_code, error) = match ending(end, aftermath, limits, started, report) {
         Ending::Reported(done) => done,
         Ending::Stopped(status, reason) => return script_outcome(status, reason),
         Ending::HarnessFailed(reason) => return script_outcome(Status::Infra, reason),
@@ -801,8 +793,7 @@ fn script_verdict(
             return outcome;
         }
     };
-    let exit_code = done["exit_code"].as_i64().unwrap_or(1) as i32;
-    let error = py_error(&done["error"]);
+    let error: Option<PyError> = error.clone().map(Into::into);
     let (status, reason) = match (&error, exit_code) {
         (Some(e), _) if e.name == "MemoryError" => (Status::Oom, "MemoryError".to_string()),
         (Some(e), _) => (Status::Error, format!("{}: {}", e.name, e.message)),

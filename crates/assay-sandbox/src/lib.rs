@@ -53,6 +53,7 @@ mod engine;
 mod frames;
 mod job;
 mod outcome;
+mod protocol;
 mod runtime;
 mod sandbox;
 mod seccomp;
@@ -70,6 +71,7 @@ pub use declared::declared_tests;
 pub use engine::Engine;
 pub use job::{InputFile, ScriptJob, UnittestJob};
 pub use outcome::{ExecOutcome, OutputFile, PyError, ScriptOutcome, UnittestOutcome, Usage};
+pub use protocol::zygote::{ModuleLoad, PreloadReport, WarmUp};
 pub use session::{Session, SessionSpec, Tree};
 
 /// Why the engine, or a session, could not do what was asked.

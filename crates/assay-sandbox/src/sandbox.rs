@@ -9,12 +9,14 @@ use std::time::Duration;
 use rustix::fs::OFlags;
 use rustix::pipe::{pipe_with, PipeFlags};
 use rustix::process::{pidfd_send_signal, Signal};
-use serde_json::{json, Value};
 use tokio::net::unix::pipe;
 use tokio::sync::oneshot;
 
 use crate::cgroup::JobCgroup;
 use crate::frames::{write_frame, FrameReader};
+use crate::protocol::expect::Expect;
+use crate::protocol::job::{Control, Event};
+use crate::protocol::{self, Refused};
 use crate::slots::CpuMeter;
 use crate::worker::{pid_of, ExitNotice, Worker};
 use assay_records::Layers;
@@ -39,14 +41,6 @@ impl Workspace {
             id,
             worker,
             host_dir,
-        }
-    }
-
-    /// The spawn message's workspace fields.
-    fn message(&self) -> Value {
-        match &self.host_dir {
-            Some(dir) => json!({"workspace": self.id, "workspace_path": dir}),
-            None => json!({"workspace": self.id}),
         }
     }
 
@@ -101,10 +95,43 @@ pub(crate) struct Sandbox {
     ctl: Option<pipe::Sender>,
     pub out: pipe::Receiver,
     pub err: pipe::Receiver,
-    pub results: FrameReader<pipe::Receiver>,
+    pub results: Results,
     pub exit: ExitWatch,
     pub layers: Layers,
     pub cgroup: Option<JobCgroup>,
+}
+
+/// A job process's results pipe, read as events: each frame parsed and checked against the
+/// protocol where it arrives.
+pub(crate) struct Results {
+    frames: FrameReader<pipe::Receiver>,
+    /// Where the job is in the protocol: what may arrive next.
+    expect: Expect,
+}
+
+impl Results {
+    /// The next event, or `None` at the end of the stream. A frame that breaks the stream,
+    /// does not parse, or may not come now is an error naming what arrived. Cancel-safe.
+    pub async fn next(&mut self) -> Result<Option<Event>, String> {
+        let Some(body) = self.frames.next().await.map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let event: Event = protocol::parse(&body).map_err(|e| e.to_string())?;
+        self.expect
+            .admit(&event)
+            .map_err(|why| Refused::new(why, &body).to_string())?;
+        Ok(Some(event))
+    }
+
+    /// Whether the job's untrusted code has started (its `started` frame came).
+    pub fn code_started(&self) -> bool {
+        self.expect.code_started()
+    }
+
+    /// Starts the stream's size budget again (a session's is per cell).
+    pub fn reset_budget(&mut self) {
+        self.frames.reset_budget();
+    }
 }
 
 /// A way to signal a job process that outlives borrows of its [`Sandbox`].
@@ -150,7 +177,12 @@ impl Sandbox {
             nonblocking(fd).map_err(|e| io("fcntl", e))?;
         }
         let (pidfd, exit) = worker
-            .spawn(id, workspace.message(), [ctl_r, out_w, err_w, res_w])
+            .spawn(
+                id,
+                workspace.id,
+                workspace.host_dir.clone(),
+                [ctl_r, out_w, err_w, res_w],
+            )
             .await?;
         let host_pid = pid_of(&pidfd).map_err(|e| io("reading the job's pid", e))?;
         let pidfd = Arc::new(pidfd);
@@ -168,32 +200,7 @@ impl Sandbox {
         let out = pipe::Receiver::from_owned_fd(out_r).map_err(wrap)?;
         let err = pipe::Receiver::from_owned_fd(err_r).map_err(wrap)?;
         let res = pipe::Receiver::from_owned_fd(res_r).map_err(wrap)?;
-        let mut results = FrameReader::new(res, MAX_FRAME, MAX_RESULTS);
-        let first = tokio::time::timeout(READY_TIMEOUT, results.next()).await;
-        let layers = match first {
-            Ok(Ok(Some(frame))) if frame["ev"] == "ready" => {
-                serde_json::from_value(frame["layers"].clone()).unwrap_or_default()
-            }
-            Ok(Ok(Some(frame))) if frame["ev"] == "setup_failed" => {
-                return Err(kill_on_error(format!(
-                    "the job process could not confine itself:\n{}",
-                    frame["error"].as_str().unwrap_or("(no reason given)")
-                )))
-            }
-            Ok(Ok(other)) => {
-                return Err(kill_on_error(format!(
-                    "unexpected first message from a job process: {other:?}"
-                )))
-            }
-            Ok(Err(e)) => return Err(kill_on_error(format!("job process start-up: {e}"))),
-            Err(_) => {
-                return Err(kill_on_error(format!(
-                    "a job process did not report ready within {} s",
-                    READY_TIMEOUT.as_secs()
-                )))
-            }
-        };
-        Ok(Sandbox {
+        let mut sandbox = Sandbox {
             workspace,
             worker,
             pidfd,
@@ -201,26 +208,54 @@ impl Sandbox {
             ctl: Some(ctl),
             out,
             err,
-            results,
+            results: Results {
+                frames: FrameReader::new(res, MAX_FRAME, MAX_RESULTS),
+                expect: Expect::new(),
+            },
             exit: ExitWatch {
                 rx: Some(exit),
                 ended: None,
             },
-            layers,
+            layers: Layers::default(),
             cgroup,
-        })
+        };
+        let first = tokio::time::timeout(READY_TIMEOUT, sandbox.results.next()).await;
+        sandbox.layers = match first {
+            Ok(Ok(Some(Event::Ready { layers }))) => layers,
+            Ok(Ok(Some(Event::SetupFailed { error }))) => {
+                return Err(format!(
+                    "the job process could not confine itself:\n{error}"
+                ))
+            }
+            // `expect` admits nothing else first; kept an error rather than a panic.
+            Ok(Ok(Some(other))) => {
+                return Err(format!("a job process began with `{}`", other.tag()))
+            }
+            Ok(Ok(None)) => return Err("a job process ended before reporting ready".into()),
+            Ok(Err(e)) => return Err(format!("job process start-up: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "a job process did not report ready within {} s",
+                    READY_TIMEOUT.as_secs()
+                ))
+            }
+        };
+        Ok(sandbox)
     }
-
     /// Whether this process can still take a job (its worker lives and it has not exited).
     pub fn is_usable(&mut self) -> bool {
         self.worker.is_alive() && self.exit.pending()
     }
 
-    pub async fn send(&mut self, frame: &Value) -> std::io::Result<()> {
-        match self.ctl.as_mut() {
-            Some(ctl) => write_frame(ctl, frame).await,
-            None => Err(std::io::Error::other("the control pipe is closed")),
-        }
+    /// Sends the job process a frame on its control pipe.
+    pub async fn send(&mut self, control: &Control) -> std::io::Result<()> {
+        let ctl = self
+            .ctl
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the control pipe is closed"))?;
+        write_frame(ctl, control).await?;
+        self.results.expect.sent(control);
+        Ok(())
     }
 
     pub fn signaller(&self) -> Signaller {

@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustix::process::Signal;
-use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
@@ -15,6 +14,7 @@ use crate::drive::{ending, finish, run_until, End, Ending, Streams};
 use crate::engine::{Engine, Inner};
 use crate::job::{encode_files, InputFile};
 use crate::outcome::{ExecOutcome, OutputFile, PyError};
+use crate::protocol::job::{Control, Event, ExecDone};
 use crate::sandbox::{Sandbox, Signaller, Workspace};
 use crate::slots::CpuMeter;
 use crate::Error;
@@ -170,11 +170,13 @@ async fn start(
     limits: &Limits,
     files: &[InputFile],
 ) -> Result<(), String> {
-    let mut frame = inner.base_spec(sandbox, "session", &spec.workdir, &spec.env, limits, false);
-    frame["files"] = Value::from(encode_files(files));
-    frame["dirs"] = json!(spec.dirs);
+    let control = Control::Session {
+        base: inner.job_base(sandbox, &spec.workdir, &spec.env, limits, false),
+        files: encode_files(files),
+        dirs: spec.dirs.clone(),
+    };
     sandbox
-        .send(&frame)
+        .send(&control)
         .await
         .map_err(|e| format!("starting the session: {e}"))
 }
@@ -214,15 +216,18 @@ impl Session {
         state.cells += 1;
         let id = state.cells;
         let isolation = sandbox.layers.level();
-        let request = json!({
-            "op": "exec", "id": id, "code": code, "cpu_seconds": cpu.as_secs_f64().ceil() as u64,
-        });
+        let request = Control::Exec {
+            id,
+            code: code.to_string(),
+            cpu_seconds: cpu.as_secs_f64().ceil() as u64,
+        };
         let started = Instant::now();
         let mut streams = Streams::new(self.limits.output_bytes);
         sandbox.results.reset_budget();
-        // The answer to this cell, or the harness's own failure report (the session ends).
-        let matches = |frame: &Value, _: &CpuMeter| {
-            (frame["ev"] == "exec_done" && frame["id"] == id) || frame["ev"] == "internal_error"
+        // The answer to this cell (`expect` admits no other cell's), or the harness's own
+        // failure report (the session ends).
+        let matches = |frame: &Event, _: &CpuMeter| {
+            matches!(frame, Event::ExecDone(_) | Event::InternalError { .. })
         };
         let mut in_flight = CellInFlight {
             abandoned: &self.abandoned,
@@ -257,24 +262,23 @@ impl Session {
         };
         in_flight.answered = true;
         let end = match end {
-            End::Final(frame) if frame["ev"] == "internal_error" => End::Garbled(format!(
-                "the session's runtime failed: {}",
-                frame["error"].as_str().unwrap_or_default()
-            )),
+            End::Final(Event::ExecDone(answer)) => {
+                streams.drain_now(sandbox);
+                let mut outcome = cell_answer(answer);
+                if interrupted {
+                    outcome.status = Status::Timeout;
+                    outcome.reason = format!("{}; it was interrupted", timeout_reason());
+                }
+                outcome.output = merged(&mut streams);
+                outcome.wall = started.elapsed();
+                outcome.isolation = isolation;
+                return outcome;
+            }
+            End::Final(Event::InternalError { error, .. }) => {
+                End::Garbled(format!("the session's runtime failed: {error}"))
+            }
             other => other,
         };
-        if let End::Final(frame) = end {
-            streams.drain_now(sandbox);
-            let mut outcome = cell_answer(&frame);
-            if interrupted {
-                outcome.status = Status::Timeout;
-                outcome.reason = format!("{}; it was interrupted", timeout_reason());
-            }
-            outcome.output = merged(&mut streams);
-            outcome.wall = started.elapsed();
-            outcome.isolation = isolation;
-            return outcome;
-        }
         // The session is over: killed for time, or dead on its own.
         let aftermath = finish(sandbox, &mut streams).await;
         let (status, reason) = if interrupted {
@@ -286,7 +290,7 @@ impl Session {
                 ),
             )
         } else {
-            match ending(&end, &aftermath, &self.limits, true, |_| false) {
+            match ending(&end, &aftermath, &self.limits, true, |_| None::<()>) {
                 Ending::Stopped(status, reason) => (status, reason),
                 Ending::HarnessFailed(reason) => (Status::Infra, reason),
                 Ending::Unreported(cause) => (Status::Error, format!("the session ended: {cause}")),
@@ -401,7 +405,7 @@ impl Session {
     pub async fn close(self) {
         let mut state = self.state.lock().await;
         if let Some(sandbox) = state.sandbox.as_mut() {
-            let close = json!({"op": "close"});
+            let close = Control::Close {};
             let _ = tokio::time::timeout(Duration::from_secs(1), sandbox.send(&close)).await;
             sandbox.kill();
         }
@@ -422,26 +426,10 @@ fn merged(streams: &mut Streams) -> Captured {
     output
 }
 
-fn cell_answer(frame: &Value) -> ExecOutcome {
+fn cell_answer(answer: ExecDone) -> ExecOutcome {
     use base64::Engine as _;
     let engine = base64::engine::general_purpose::STANDARD;
-    let error = frame["error"].as_object().map(|e| PyError {
-        name: e
-            .get("ename")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into(),
-        message: e
-            .get("evalue")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into(),
-        traceback: e
-            .get("traceback")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into(),
-    });
+    let error: Option<PyError> = answer.error.map(Into::into);
     let (status, reason) = match &error {
         None => (Status::Pass, "the cell ran".to_string()),
         Some(e) if e.name == "MemoryError" => (Status::Oom, "MemoryError".to_string()),
@@ -452,15 +440,15 @@ fn cell_answer(frame: &Value) -> ExecOutcome {
         Some(e) => (Status::Error, format!("{}: {}", e.name, e.message)),
     };
     let mut outcome = exec_outcome(status, reason, true);
-    outcome.result = frame["result"].as_str().map(str::to_string);
+    outcome.result = answer.result;
     outcome.error = error;
-    outcome.figures = frame["figures"]
-        .as_array()
-        .map(|figs| {
-            figs.iter()
-                .filter_map(|f| engine.decode(f.as_str()?).ok())
-                .collect()
-        })
-        .unwrap_or_default();
+    outcome.figures = answer
+        .figures
+        .iter()
+        .filter_map(|f| engine.decode(f).ok())
+        .collect();
+    if let Some(why) = answer.figure_error {
+        tracing::warn!("a cell's figures were cut: {why}");
+    }
     outcome
 }

@@ -1,5 +1,5 @@
 //! One worker: a zygote process that pre-imports the libraries once and forks a confined job
-//! process per request (see `python/assay_worker/zygote.py` for its side of the protocol).
+//! process per request (the messages: `protocol::zygote`).
 
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -10,37 +10,23 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use assay_pyenv::child_env::{self, Inherit};
-use serde::Deserialize;
-use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
+use crate::protocol::zygote::{Init, Ready, Reply, Request};
+use crate::protocol::{self, Rusage};
 use crate::seqpacket::SeqPacket;
 
 const SPAWN_REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 const STDERR_TAIL_LINES: usize = 40;
 
 /// How the zygote reaped a job process.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct ExitInfo {
     /// The raw wait status.
     pub status: i32,
-    #[serde(default)]
     pub rusage: Rusage,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-pub(crate) struct Rusage {
-    pub utime: f64,
-    pub stime: f64,
-    pub maxrss_kib: u64,
-}
-
-impl Rusage {
-    pub fn cpu(&self) -> Duration {
-        Duration::from_secs_f64((self.utime + self.stime).max(0.0))
-    }
 }
 
 impl ExitInfo {
@@ -92,24 +78,13 @@ pub(crate) enum ExitNotice {
     WorkerDied(String),
 }
 
-/// The zygote's "ready" message.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct Ready {
-    /// `namespaced` or `degraded`.
-    pub mode: String,
-    #[serde(default)]
-    pub preload: serde_json::Map<String, Value>,
-    #[serde(default)]
-    pub python: String,
-}
-
 /// How to start a zygote: the interpreter, the runtime on `sys.path`, the init message.
 #[derive(Debug, Clone)]
 pub(crate) struct WorkerParams {
     pub python: PathBuf,
     pub runtime_dir: PathBuf,
     pub env: Vec<(String, String)>,
-    pub init: Value,
+    pub init: Init,
     pub start_timeout: Duration,
 }
 
@@ -208,8 +183,7 @@ impl Worker {
             tokio::spawn(keep_tail(stream, shared.clone()));
         }
         let sock = Arc::new(sock);
-        let init = serde_json::to_vec(&params.init).expect("init serializes");
-        sock.send(&init, &[])
+        sock.send(&encode(&Request::Init(params.init.clone()))?, &[])
             .await
             .map_err(|e| format!("sending the worker its configuration: {e}"))?;
         let first = tokio::time::timeout(params.start_timeout, sock.recv())
@@ -226,24 +200,18 @@ impl Worker {
             tokio::time::sleep(Duration::from_millis(100)).await;
             return Err(shared.death_reason("the worker exited during start-up"));
         };
-        let message: Value = serde_json::from_slice(&first.data)
-            .map_err(|e| format!("unreadable message from the worker: {e}"))?;
-        match message["op"].as_str() {
-            Some("ready") => {}
-            Some("failed") => {
+        let ready = match protocol::parse::<Reply>(&first.data) {
+            Ok(Reply::Ready(ready)) => ready,
+            Ok(Reply::Failed { error }) => {
+                return Err(format!("the worker could not start:\n{error}"))
+            }
+            Ok(other) => {
                 return Err(format!(
-                    "the worker could not start:\n{}",
-                    message["error"].as_str().unwrap_or("(no reason given)")
+                    "the worker answered its configuration with {other:?}"
                 ))
             }
-            _ => {
-                return Err(format!(
-                    "unexpected first message from the worker: {message}"
-                ))
-            }
-        }
-        let ready: Ready =
-            serde_json::from_value(message).map_err(|e| format!("malformed ready message: {e}"))?;
+            Err(refused) => return Err(format!("the worker's first message: {refused}")),
+        };
         let pidfd = first
             .fds
             .into_iter()
@@ -269,12 +237,14 @@ impl Worker {
         PathBuf::from(format!("/proc/{}/root", self.host_pid))
     }
 
-    /// Asks for a job process. `fds`: control (read end), stdout, stderr, results (write
-    /// ends). Returns its pidfd and the notice of its end.
+    /// Asks for a job process in workspace `workspace` (at `workspace_path` on the host, in
+    /// degraded mode). `fds`: control (read end), stdout, stderr, results (write ends).
+    /// Returns its pidfd and the notice of its end.
     pub async fn spawn(
         &self,
         id: u64,
-        workspace: Value,
+        workspace: u64,
+        workspace_path: Option<PathBuf>,
         fds: [OwnedFd; 4],
     ) -> Result<(OwnedFd, oneshot::Receiver<ExitNotice>), String> {
         let (spawned_tx, spawned_rx) = oneshot::channel();
@@ -287,18 +257,13 @@ impl Worker {
             pending.spawned.insert(id, spawned_tx);
             pending.exited.insert(id, exited_tx);
         }
-        let mut message = json!({"op": "spawn", "id": id});
-        if let (Some(m), Some(w)) = (message.as_object_mut(), workspace.as_object()) {
-            m.extend(w.clone());
-        }
+        let message = encode(&Request::Spawn {
+            id,
+            workspace,
+            workspace_path,
+        })?;
         let borrowed: Vec<_> = fds.iter().map(|fd| fd.as_fd()).collect();
-        let sent = self
-            .sock
-            .send(
-                &serde_json::to_vec(&message).expect("serializes"),
-                &borrowed,
-            )
-            .await;
+        let sent = self.sock.send(&message, &borrowed).await;
         drop(borrowed);
         drop(fds);
         if let Err(e) = sent {
@@ -331,11 +296,9 @@ impl Worker {
     /// Frees a workspace (namespaced mode keeps each in a tmpfs inside the zygote's mounts).
     pub async fn release(&self, workspace: u64) {
         if self.is_alive() {
-            let message = json!({"op": "release", "workspace": workspace});
-            let _ = self
-                .sock
-                .send(&serde_json::to_vec(&message).expect("serializes"), &[])
-                .await;
+            if let Ok(message) = encode(&Request::Release { workspace }) {
+                let _ = self.sock.send(&message, &[]).await;
+            }
         }
     }
 }
@@ -348,36 +311,35 @@ async fn read_messages(sock: Arc<SeqPacket>, shared: Arc<Shared>) {
             Ok(None) => break "the worker exited".to_string(),
             Err(e) => break format!("reading from the worker failed: {e}"),
         };
-        let message: Value = match serde_json::from_slice(&received.data) {
-            Ok(m) => m,
-            Err(e) => break format!("unreadable message from the worker: {e}"),
+        let reply = match protocol::parse::<Reply>(&received.data) {
+            Ok(reply) => reply,
+            Err(refused) => break format!("the worker broke the protocol: {refused}"),
         };
-        let id = message["id"].as_u64().unwrap_or(u64::MAX);
         let mut pending = shared.pending.lock().expect("poisoned");
-        match message["op"].as_str() {
-            Some("spawned") => {
-                if let (Some(tx), Some(fd)) =
-                    (pending.spawned.remove(&id), received.fds.into_iter().next())
-                {
-                    let _ = tx.send(Ok(fd));
+        match reply {
+            Reply::Spawned { id } => {
+                let Some(pidfd) = received.fds.into_iter().next() else {
+                    break format!("the worker's `spawned` for job {id} carried no pidfd");
+                };
+                // Unknown: a request given up on (timed out) already forgot it.
+                if let Some(tx) = pending.spawned.remove(&id) {
+                    let _ = tx.send(Ok(pidfd));
                 }
             }
-            Some("spawn_failed") => {
-                let error = message["error"].as_str().unwrap_or("unknown").to_string();
+            Reply::SpawnFailed { id, error } => {
                 if let Some(tx) = pending.spawned.remove(&id) {
                     let _ = tx.send(Err(format!("the worker could not fork: {error}")));
                 }
                 pending.exited.remove(&id);
             }
-            Some("exited") => match serde_json::from_value::<ExitInfo>(message.clone()) {
-                Ok(info) => {
-                    if let Some(tx) = pending.exited.remove(&id) {
-                        let _ = tx.send(ExitNotice::Exited(info));
-                    }
+            Reply::Exited { id, status, rusage } => {
+                if let Some(tx) = pending.exited.remove(&id) {
+                    let _ = tx.send(ExitNotice::Exited(ExitInfo { status, rusage }));
                 }
-                Err(e) => tracing::warn!("malformed exit message {message}: {e}"),
-            },
-            other => tracing::warn!("unexpected message from the worker: {other:?}"),
+            }
+            Reply::Ready(_) | Reply::Failed { .. } => {
+                break format!("the worker answered `init` again: {reply:?}");
+            }
         }
     };
     // Give the output readers a moment to collect the zygote's last words.
@@ -401,6 +363,11 @@ async fn keep_tail(stream: Box<dyn AsyncRead + Send + Unpin>, shared: Arc<Shared
         }
         tail.push_back(line);
     }
+}
+
+/// A message for the zygote's socket.
+fn encode(request: &Request) -> Result<Vec<u8>, String> {
+    serde_json::to_vec(request).map_err(|e| format!("encoding {request:?}: {e}"))
 }
 
 /// The pid, in our PID namespace, of the process a pidfd refers to.

@@ -491,8 +491,9 @@ fn closing_every_output_descriptor() {
 fn printing_a_fake_report_on_stdout() {
     let code = r#"
 import os, json, struct, sys
-fake = json.dumps({"ev": "done", "phase": "tests", "tests_run": 2, "failures": [],
-                   "errors": [], "aborted": None, "tampered": []}).encode()
+fake = json.dumps({"ev": "tests_done", "tests_run": 2, "failures": [],
+                   "errors": [], "aborted": None, "tampered": [],
+                   "rusage": {"utime": 0.0, "stime": 0.0, "maxrss_kib": 0}}).encode()
 os.write(1, struct.pack("<I", len(fake)) + fake)
 print("..\nRan 2 tests in 0.001s\n\nOK")
 def task_func(x):
@@ -506,8 +507,9 @@ fn forging_a_summary_on_the_results_descriptor() {
     let code = r#"
 import os, json, struct
 def task_func(x):
-    fake = json.dumps({"ev": "done", "phase": "tests", "tests_run": 2, "failures": [],
-                       "errors": [], "aborted": None, "tampered": []}).encode()
+    fake = json.dumps({"ev": "tests_done", "tests_run": 2, "failures": [],
+                       "errors": [], "aborted": None, "tampered": [],
+                       "rusage": {"utime": 0.0, "stime": 0.0, "maxrss_kib": 0}}).encode()
     for fd in range(3, 64):
         try:
             os.write(fd, struct.pack("<I", len(fake)) + fake)
@@ -524,8 +526,9 @@ fn forging_a_summary_that_ran_no_tests() {
     let code = r#"
 import os, json, struct
 def task_func(x):
-    fake = json.dumps({"ev": "done", "phase": "tests", "tests_run": 0, "failures": [],
-                       "errors": [], "aborted": None, "tampered": []}).encode()
+    fake = json.dumps({"ev": "tests_done", "tests_run": 0, "failures": [],
+                       "errors": [], "aborted": None, "tampered": [],
+                       "rusage": {"utime": 0.0, "stime": 0.0, "maxrss_kib": 0}}).encode()
     os.write(4, struct.pack("<I", len(fake)) + fake)
     os._exit(0)
 "#;
@@ -576,6 +579,55 @@ def task_func(x):
 "#;
     let out = attack_code("fake infra", code);
     assert_ne!(out.status, Status::Infra, "{}", out.reason);
+}
+
+/// Frames the protocol refuses, written by the code once it runs: each ends the job as
+/// something the code did (never `infra`, which would take the sample out of the score, and
+/// never a pass), and the reason names what arrived.
+#[test]
+fn frames_the_protocol_refuses_are_the_codes_doing() {
+    let cases = [
+        // Not JSON.
+        ("garbage", "b'{{{'"),
+        // An event no job sends.
+        ("unknown event", r#"json.dumps({"ev": "victory"}).encode()"#),
+        // A real event with a field renamed.
+        (
+            "renamed field",
+            r#"json.dumps({"ev": "test", "name": "test_x", "result": "pass", "detail": "",
+                           "seconds": 0.0}).encode()"#,
+        ),
+        // A real event at a point it may not come: `started` again.
+        (
+            "second started",
+            r#"json.dumps({"ev": "started"}).encode()"#,
+        ),
+    ];
+    for (label, frame) in cases {
+        // Written at import (before `loaded`) and from inside a test (after it).
+        for at_import in [true, false] {
+            let write = "os.write(4, struct.pack('<I', len(f)) + f)";
+            let code = if at_import {
+                format!("import os, json, struct\nf = {frame}\n{write}\n{DOUBLE}")
+            } else {
+                format!(
+                    "import os, json, struct\ndef task_func(x):\n    f = {frame}\n    {write}\n    return x * 2\n"
+                )
+            };
+            let out = attack_code(label, &code);
+            assert!(
+                matches!(out.status, Status::Fail | Status::Error),
+                "{label} (at import: {at_import}): {:?} {}",
+                out.status,
+                out.reason
+            );
+            assert!(
+                out.reason.contains("what arrived"),
+                "{label} (at import: {at_import}): {}",
+                out.reason
+            );
+        }
+    }
 }
 
 #[test]

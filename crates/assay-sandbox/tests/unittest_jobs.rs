@@ -17,12 +17,9 @@ fn a_correct_solution_passes_with_every_test_reported() {
     let out = run(engine.run_unittest(job(DOUBLE, TRIVIAL_TEST)));
     assert_eq!(out.status, Status::Pass, "{}", out.reason);
     assert_eq!(out.isolation, IsolationLevel::Full);
-    let modules = engine.preload_report()["modules"]
-        .as_object()
-        .unwrap()
-        .clone();
+    let modules = &engine.preload_report().modules;
     assert_eq!(modules.len(), 4);
-    assert!(modules.values().all(|m| m["ok"] == true), "{modules:?}");
+    assert!(modules.values().all(|m| m.ok), "{modules:?}");
     let names: Vec<_> = out
         .tests
         .iter()

@@ -1,5 +1,7 @@
 """A job process: confine, report readiness, wait for the job, run it, exit.
 
+The frames both ways, and when each may come: docs/worker-protocol.md.
+
 File descriptors, fixed for every job:
   0  /dev/null          1  stdout pipe          2  stderr pipe
   3  control pipe (supervisor -> job, frames)   4  results pipe (job -> supervisor, frames)
@@ -106,10 +108,10 @@ def main(fds, cfg, mode, workspace):
         spec = wire.read_frame(CTL)
         if spec is None:
             os._exit(0)
-        _prepare(spec)
-        run = JOB_KINDS.get(spec["kind"])
+        run = JOB_KINDS.get(spec.get("op"))
         if run is None:
-            raise ValueError(f"unknown job kind {spec['kind']!r}")
+            raise ValueError(f"unknown job kind {spec.get('op')!r}")
+        _prepare(spec)
         # From here on the results pipe carries whatever the code writes too: the supervisor
         # blames nothing after this frame on the harness.
         _emit({"ev": "started"})

@@ -26,7 +26,7 @@ def _exit_code(exc):
 
 
 def run(spec, emit):
-    filename = spec.get("filename", "main.py")
+    filename = "main.py"
     sys.argv = [filename, *spec.get("argv", [])]
     namespace = {"__name__": "__main__", "__file__": filename, "__builtins__": builtins}
     error, exit_code = None, 0
@@ -42,4 +42,4 @@ def run(spec, emit):
         traceback.print_exception(type(e), e, e.__traceback__.tb_next)
         error, exit_code = describe(e, own_frames=1), 1
     flush_streams(sys.stdout, sys.stderr)
-    emit({"ev": "done", "exit_code": exit_code, "error": error, "rusage": rusage()})
+    emit({"ev": "script_done", "exit_code": exit_code, "error": error, "rusage": rusage()})

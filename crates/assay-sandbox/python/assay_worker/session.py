@@ -6,17 +6,8 @@ the last expression's value comes back as IPython displays it (``text/plain``), 
 inline (``plt.show()`` prints nothing; every figure still open after a cell is rendered and
 closed), and ``display()`` output is kept off the text, as a notebook shows it beside the cell.
 
-Requests (frames on fd 3)::
-
-    {"op": "exec", "id": N, "code": "...", "cpu_seconds": S?}
-    {"op": "close"}
-
-Each exec answers one frame on fd 4::
-
-    {"ev": "exec_done", "id": N, "status": "ok" | "error",
-     "result": the last value's text/plain or null,
-     "error": {"ename", "evalue", "traceback"} or null,
-     "figures": [base64 PNG, ...], "figure_error": str or null, "seconds": float}
+Requests (frames on fd 3): ``exec`` (a cell) and ``close``; each exec answers one ``exec_done``
+frame on fd 4. Their fields: docs/worker-protocol.md.
 
 Output: stdout and stderr share one pipe (fd 1), unbuffered, so what a cell and the programs it
 starts print arrives in the order it was written, as a notebook interleaves its streams.
@@ -129,8 +120,8 @@ def _safe(describe, fallback):
 
 def _error(etype, evalue, traceback_text):
     name = _safe(lambda: etype.__name__, "<unnamed>")
-    return {"ename": name,
-            "evalue": cap(_safe(lambda: str(evalue), "<unprintable>"), RESULT_CAP),
+    return {"type": name,
+            "message": cap(_safe(lambda: str(evalue), "<unprintable>"), RESULT_CAP),
             "traceback": cap(traceback_text)}
 
 
@@ -210,7 +201,7 @@ def make_shell(state):
 
 
 def run_cell(shell, code, state):
-    """Runs one cell; returns (status, result text, error)."""
+    """Runs one cell; returns (result text, error)."""
     state.reset()
     try:
         state.in_cell = True
@@ -223,7 +214,7 @@ def run_cell(shell, code, state):
         # Cleared first: an interrupt arriving as the mask is set must find nothing to raise.
         state.in_cell = False
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    return ("error" if state.error else "ok"), state.result, state.error
+    return state.result, state.error
 
 
 def run(spec, emit):
@@ -243,9 +234,6 @@ def run(spec, emit):
         while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
             pass  # an interrupt aimed at an earlier cell
         _set_cpu_budget(request.get("cpu_seconds"))
-        started = time.perf_counter()
-        status, result, error = run_cell(shell, request["code"], state)
-        seconds = time.perf_counter() - started
-        emit({"ev": "exec_done", "id": request["id"], "status": status, "result": result,
-              "error": error, "figures": state.figures, "figure_error": state.figure_error,
-              "seconds": seconds})
+        result, error = run_cell(shell, request["code"], state)
+        emit({"ev": "exec_done", "id": request["id"], "result": result, "error": error,
+              "figures": state.figures, "figure_error": state.figure_error})

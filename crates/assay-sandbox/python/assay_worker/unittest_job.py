@@ -302,8 +302,8 @@ _REHEARSAL = {
     "code": "def task_func(x):\n    return x\n",
     "test": "import unittest\nclass TestCases(unittest.TestCase):\n"
             "    def test_it(self):\n        self.assertEqual(task_func(1), 1)\n",
-    "module": "__assay_rehearsal__",
 }
+_REHEARSAL_MODULE = "__assay_rehearsal__"
 
 
 def rehearse():
@@ -318,21 +318,21 @@ def rehearse():
     import json
 
     saved = builtins.exit, builtins.quit
-    run(_REHEARSAL, lambda event: json.dumps(event))
-    sys.modules.pop(_REHEARSAL["module"], None)
+    run(_REHEARSAL, lambda event: json.dumps(event), _REHEARSAL_MODULE)
+    sys.modules.pop(_REHEARSAL_MODULE, None)
     builtins.exit, builtins.quit = saved
 
 
-def run(spec, emit):
-    started = time.perf_counter()
+def run(spec, emit, module_name="__test__"):
+    """Runs ``spec``'s code and tests in a fresh module named ``module_name``."""
     # Everything below is captured before the code can touch it.
     integrity = Integrity(Recorder)
     loader_class, suite_run = _loader.TestLoader, _suite.TestSuite.run
     _official_guard()
     if spec.get("guards"):
         official_guards.install(spec["code"] + spec["test"])
-    name = spec.get("module", "__test__")
-    filename = spec.get("filename", f"{name}.py")
+    name = module_name
+    filename = f"{name}.py"
     module = types.ModuleType(name)
     module.__dict__.update({
         "__builtins__": builtins, "__file__": filename, "__package__": None, "__doc__": None,
@@ -350,9 +350,8 @@ def run(spec, emit):
             suite = loader_class().loadTestsFromTestCase(test_class)
         except BaseException as e:  # noqa: BLE001 - the official harness catches everything
             flush_streams()
-            emit({"ev": "done", "phase": "module", "error": describe(e, own_frames=1),
-                  "tampered": integrity.check(), "seconds": time.perf_counter() - started,
-                  "rusage": rusage()})
+            emit({"ev": "module_error", "error": describe(e, own_frames=1),
+                  "tampered": integrity.check(), "rusage": rusage()})
             return
         integrity.watch(test_class, [n for n in vars(test_class)
                                      if n.startswith("test") or n in _TEST_HOOKS])
@@ -367,14 +366,12 @@ def run(spec, emit):
             aborted = describe(e, own_frames=1)
         flush_streams()
         emit({
-            "ev": "done",
-            "phase": "tests",
+            "ev": "tests_done",
             "tests_run": recorder.testsRun,
             "failures": recorder.issues_failures,
             "errors": recorder.issues_errors,
             "aborted": aborted,
             "tampered": integrity.check(),
-            "seconds": time.perf_counter() - started,
             "rusage": rusage(),
         })
     finally:

@@ -13,17 +13,16 @@ def script(code, **extra):
 
 class ScriptJobTest(unittest.TestCase):
     def test_exit_codes_follow_python(self):
-        self.assertEqual(script("print('hi')")["done"]["exit_code"], 0)
-        self.assertEqual(script("import sys; sys.exit(4)")["done"]["exit_code"], 4)
-        self.assertEqual(script("import sys; sys.exit()")["done"]["exit_code"], 0)
-        self.assertEqual(script("import sys; sys.exit('bye')")["done"]["exit_code"], 1)
-        done = script("raise ValueError('nope')")["done"]
+        self.assertEqual(script("print('hi')")["script_done"]["exit_code"], 0)
+        self.assertEqual(script("import sys; sys.exit(4)")["script_done"]["exit_code"], 4)
+        self.assertEqual(script("import sys; sys.exit()")["script_done"]["exit_code"], 0)
+        self.assertEqual(script("import sys; sys.exit('bye')")["script_done"]["exit_code"], 1)
+        done = script("raise ValueError('nope')")["script_done"]
         self.assertEqual((done["exit_code"], done["error"]["type"]), (1, "ValueError"))
 
     def test_argv_and_main(self):
-        ev = script("import sys\nprint(__name__, sys.argv)", argv=["-x", "1"],
-                    filename="tool.py")
-        self.assertEqual(ev["stdout"]["text"].strip(), "__main__ ['tool.py', '-x', '1']")
+        ev = script("import sys\nprint(__name__, sys.argv)", argv=["-x", "1"])
+        self.assertEqual(ev["stdout"]["text"].strip(), "__main__ ['main.py', '-x', '1']")
 
     def test_threads_and_atexit_finish_before_the_report(self):
         code = ("import atexit, threading, time\n"

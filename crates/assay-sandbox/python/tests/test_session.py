@@ -19,8 +19,8 @@ def run_cells(codes, emit):
     session.merge_streams()
     shell = session.make_shell(state)
     for code in codes:
-        status, result, error = session.run_cell(shell, code, state)
-        emit({"ev": "cell", "status": status, "result": result, "error": error,
+        result, error = session.run_cell(shell, code, state)
+        emit({"ev": "cell", "status": "error" if error else "ok", "result": result, "error": error,
               "figures": len(state.figures)})
 
 
@@ -42,11 +42,11 @@ class CellTest(unittest.TestCase):
     def test_errors_are_name_and_message_and_keep_the_state(self):
         results, output = cells("a = 1", "1 / 0", "a", "def f(:", "raise SystemExit(3)")
         error = results[1]["error"]
-        self.assertEqual((results[1]["status"], error["ename"], error["evalue"]),
+        self.assertEqual((results[1]["status"], error["type"], error["message"]),
                          ("error", "ZeroDivisionError", "division by zero"))
         self.assertIn("ZeroDivisionError", error["traceback"])
         self.assertEqual(results[2]["result"], "1")
-        self.assertEqual([r["error"]["ename"] for r in results[3:]], ["SyntaxError", "SystemExit"])
+        self.assertEqual([r["error"]["type"] for r in results[3:]], ["SyntaxError", "SystemExit"])
         self.assertNotIn("Traceback", output, "tracebacks are the answer's, not the output's")
 
     def test_output_keeps_the_order_of_both_streams_and_of_programs(self):
@@ -77,7 +77,7 @@ class CellTest(unittest.TestCase):
 
         events, _ = in_child(scenario)
         interrupted, after = [e for e in events if e["ev"] == "cell"]
-        self.assertEqual(interrupted["error"]["ename"], "KeyboardInterrupt")
+        self.assertEqual(interrupted["error"]["type"], "KeyboardInterrupt")
         self.assertEqual(after["result"], "'after'")
 
     def test_figures_are_shown_inline_and_closed(self):
