@@ -1,6 +1,8 @@
 //! Judging settings and a started judge: the engine, its environment, and what every
 //! judging pipeline (eval, run, check) does with them.
 
+pub mod stability;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +23,6 @@ use tokio::sync::mpsc;
 
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
-use crate::stability;
 
 /// How samples are judged: what `eval`, `run` and `check` share.
 #[derive(Debug, Clone)]

@@ -15,6 +15,5 @@ pub mod pybench_judge;
 pub mod run;
 pub mod selection;
 pub mod serving;
-pub mod stability;
 
 pub use error::PipelineError;

@@ -145,14 +145,6 @@ impl Environment {
         let digest = blake3::hash(installed.join(",").as_bytes()).to_hex();
         format!("{name}-nltk{}", &digest[..8])
     }
-
-    /// The complete environment, set up first if needed; `observer` hears about the setup.
-    pub fn ensure(&self, observer: &dyn crate::SetupObserver) -> Result<Marker> {
-        match self.status() {
-            EnvStatus::Complete(marker) => Ok(*marker),
-            _ => self.setup(observer),
-        }
-    }
 }
 
 pub(crate) fn read_marker(dir: &Path) -> Option<Marker> {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::bounded::run_bounded;
 use crate::child_env::{self, Inherit};
-use crate::install::run_bounded;
 use crate::{Error, Result};
 
 /// A base CPython interpreter, identified by the binary itself rather than a launcher.

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::bounded::run_bounded;
 use crate::child_env::{self, Inherit};
-use crate::install::run_bounded;
 use crate::{Error, Result};
 
 /// Overrides the NLTK data index (an `index.xml` URL): a mirror for machines that cannot

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::category::CategoryFigures;
 use crate::generation::TokenUsage;
 use crate::outcome::Status;
 
@@ -183,17 +184,6 @@ pub struct PybenchFigures {
     /// Average turns as the paper counts them: replies per judged task, a failed one counting
     /// as 10.
     pub average_turns: f64,
-}
-
-/// A category's figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CategoryFigures {
-    /// Tasks of the category in the run.
-    pub tasks: usize,
-    /// Of them, passed.
-    pub passed: usize,
-    /// `passed / tasks`.
-    pub pass_rate: f64,
 }
 
 /// `summary.json` of a PyBench run.

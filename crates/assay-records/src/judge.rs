@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::episode::CategoryFigures;
+use crate::category::CategoryFigures;
 use crate::generation::TokenUsage;
 use crate::reasoning::ReasoningSettings;
 

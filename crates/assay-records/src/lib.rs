@@ -6,6 +6,7 @@
 //! crate alone.
 
 pub mod answer;
+pub mod category;
 pub mod conditions;
 pub mod episode;
 pub mod event;
@@ -26,10 +27,11 @@ pub mod utc;
 pub mod verdict;
 
 pub use answer::Answer;
+pub use category::CategoryFigures;
 pub use conditions::{Change, Conditions, ListingOrder};
 pub use episode::{
-    CategoryFigures, CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message,
-    PublishedFigures, PybenchFigures, PybenchSummary, TrajectoryRecord, Verdicts,
+    CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Message, PublishedFigures, PybenchFigures,
+    PybenchSummary, TrajectoryRecord, Verdicts,
 };
 pub use event::{Listener, ModelLoad, RunEvent};
 pub use fingerprint::Fingerprint;

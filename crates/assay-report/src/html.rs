@@ -5,28 +5,13 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
+use crate::text::escape;
 use crate::{Report, Run};
 
 /// Failing samples shown per run, in task order (the rest are counted).
 const FAILURES_SHOWN: usize = 200;
 /// Characters of a failing sample's code or traceback shown.
 const TEXT_SHOWN: usize = 8_000;
-
-/// `text` safe as HTML element content and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn clip(text: &str) -> String {
     match text.char_indices().nth(TEXT_SHOWN) {
@@ -376,13 +361,31 @@ fn failures(out: &mut String, runs: &[Run]) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::judge::tests::{judging, report_of};
 
     #[test]
-    fn escaping_covers_what_breaks_out_of_text_and_attributes() {
-        assert_eq!(
-            escape("<script>x</script> \"a\" & 'b'"),
-            "&lt;script&gt;x&lt;/script&gt; &quot;a&quot; &amp; &#39;b&#39;"
-        );
+    fn the_page_shows_the_figures_beside_the_papers_and_escapes_what_runs_and_judges_say() {
+        let page = crate::html(&report_of("<i>run</i>", vec![judging()]), &[]);
+        for part in [
+            "<h2>LLM judges</h2>",
+            "<h3>&lt;i&gt;run&lt;/i&gt;: judge openai:&lt;b&gt;judge&lt;/b&gt; (winlose prompt",
+            "<th>this run</th><th>the paper (Qwen2-7B-Instruct)</th>",
+            "<tr><td>Pass Rate (LLM), of the verdicts read</td><td>75.0% (3/4)</td><td>57.8%</td></tr>",
+            "<td>2/1/1</td><td>85/2/56 against GPT-3.5</td>",
+            "<tr><td>average turns by the faithful checks</td><td>3.5</td><td>-</td></tr>",
+            "<tr><td>chart_analysis</td><td>3</td><td>4</td><td>75.0%</td></tr>",
+            "agree 50.0%, Cohen&#39;s kappa -0.33",
+            "<tr><td>judge pass</td><td>2</td><td>1</td></tr><tr><td>judge fail</td><td>1</td><td>0</td></tr>",
+            "<b>passed by the checks only</b> (1): PyBench/2",
+            "<b>preference changed</b> (3): PyBench/2, PyBench/3, PyBench/7",
+            "<summary>unreadable (1, counted in no rate)</summary>",
+            "<td>no ``` block in &lt;script&gt;x&lt;/script&gt;</td>",
+            "8 requests, tokens 40000 in, 300 out, $0.0123",
+        ] {
+            assert!(page.contains(part), "{part:?} is not in:\n{page}");
+        }
+        for markup in ["<script>", "<b>judge", "<i>run"] {
+            assert!(!page.contains(markup), "{markup} became markup");
+        }
     }
 }

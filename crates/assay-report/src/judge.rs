@@ -11,8 +11,7 @@ use std::fmt::Write;
 
 use assay_records::{Agreement, JudgeFigures, PositionBias, PublishedJudge};
 
-use crate::html::escape;
-use crate::terminal::listed;
+use crate::text::{escape, listed};
 use crate::{dollars, Report, RunFigures};
 
 /// Unreadable and failed tasks the terminal gives the reasons of.
@@ -497,7 +496,7 @@ pub(crate) mod tests {
         .unwrap()
     }
 
-    fn report_of(label: &str, judges: Vec<JudgeFigures>) -> Report {
+    pub(crate) fn report_of(label: &str, judges: Vec<JudgeFigures>) -> Report {
         Report {
             runs: vec![RunFigures {
                 label: label.into(),
@@ -521,79 +520,6 @@ pub(crate) mod tests {
             comparisons: vec![],
             leaderboard: None,
             method: String::new(),
-        }
-    }
-
-    #[test]
-    fn the_terminal_gives_the_papers_figures_the_agreement_and_the_position() {
-        let text = crate::render(&report_of("run1", vec![judging()]));
-        for line in [
-            "run1: judge openai:<b>judge</b> (winlose prompt, reference data:trajectory.jsonl, \
-             both orders): 5 tasks, 0 set apart, 4 verdicts read, 1 unreadable, 0 not answered",
-            "  Pass Rate (LLM) 75.0% (3/4; 60.0% of all 5); the reference 50.0%",
-            "    chart_analysis 3/4 (75.0%)",
-            "  win/tie/lose against the reference (by decision): 2/1/1",
-            "  average turns 4.2 as the paper counts them (10 where the judge failed it); 3.5 by \
-             the faithful checks",
-            "  the judge against the faithful checks over 4 tasks: agree 50.0%, Cohen's kappa -0.33",
-            "                checks pass  checks fail",
-            "    judge pass            2            1",
-            "    judge fail            1            0",
-            "    passed by the judge only: PyBench/7",
-            "    passed by the checks only: PyBench/2",
-            "  position: over 4 pairs judged both ways, the preference changed with the order in 3 \
-             (75.0% followed the position: 0 Agent1 both times, 3 Agent2; 0 a tie one way); the \
-             run's Pass changed in 1 (1 only as Agent2, 0 only as Agent1)",
-            "    preference changed: PyBench/2, PyBench/3, PyBench/7",
-            "    the run's Pass changed: PyBench/3",
-            "  unreadable (1, counted in no rate): PyBench/102",
-            "  the paper (Qwen2-7B-Instruct): Pass Rate (LLM) 57.8%, win/tie/lose 85/2/56 against \
-             GPT-3.5, average turns 4.9",
-            "  the judge: 8 requests, tokens 40000 in, 300 out, $0.0123",
-        ] {
-            assert!(text.lines().any(|l| l == line), "{line:?} is not in:\n{text}");
-        }
-    }
-
-    #[test]
-    fn kappa_is_undefined_where_chance_agrees_on_every_task_and_a_run_unjudged_reads_as_before() {
-        let mut f = judging();
-        f.agreement.kappa = None;
-        f.position = None;
-        f.published = None;
-        let text = crate::render(&report_of("run1", vec![f]));
-        assert!(text.contains("Cohen's kappa undefined"), "{text}");
-        assert!(!text.contains("position:"), "{text}");
-        assert!(!text.contains("the paper ("), "{text}");
-        let plain = crate::render(&report_of("run1", vec![]));
-        assert!(!plain.contains("LLM judges"), "{plain}");
-        let page = crate::html(&report_of("run1", vec![]), &[]);
-        assert!(!page.contains("LLM judges"));
-    }
-
-    #[test]
-    fn the_page_shows_the_figures_beside_the_papers_and_escapes_what_runs_and_judges_say() {
-        let page = crate::html(&report_of("<i>run</i>", vec![judging()]), &[]);
-        for part in [
-            "<h2>LLM judges</h2>",
-            "<h3>&lt;i&gt;run&lt;/i&gt;: judge openai:&lt;b&gt;judge&lt;/b&gt; (winlose prompt",
-            "<th>this run</th><th>the paper (Qwen2-7B-Instruct)</th>",
-            "<tr><td>Pass Rate (LLM), of the verdicts read</td><td>75.0% (3/4)</td><td>57.8%</td></tr>",
-            "<td>2/1/1</td><td>85/2/56 against GPT-3.5</td>",
-            "<tr><td>average turns by the faithful checks</td><td>3.5</td><td>-</td></tr>",
-            "<tr><td>chart_analysis</td><td>3</td><td>4</td><td>75.0%</td></tr>",
-            "agree 50.0%, Cohen&#39;s kappa -0.33",
-            "<tr><td>judge pass</td><td>2</td><td>1</td></tr><tr><td>judge fail</td><td>1</td><td>0</td></tr>",
-            "<b>passed by the checks only</b> (1): PyBench/2",
-            "<b>preference changed</b> (3): PyBench/2, PyBench/3, PyBench/7",
-            "<summary>unreadable (1, counted in no rate)</summary>",
-            "<td>no ``` block in &lt;script&gt;x&lt;/script&gt;</td>",
-            "8 requests, tokens 40000 in, 300 out, $0.0123",
-        ] {
-            assert!(page.contains(part), "{part:?} is not in:\n{page}");
-        }
-        for markup in ["<script>", "<b>judge", "<i>run"] {
-            assert!(!page.contains(markup), "{markup} became markup");
         }
     }
 }

@@ -12,6 +12,7 @@ mod html;
 pub mod judge;
 pub mod source;
 mod terminal;
+mod text;
 
 use std::collections::BTreeMap;
 
@@ -21,12 +22,13 @@ use assay_score::elo::ratings;
 use assay_score::{pass_at_k, DEFAULT_KS};
 use serde::{Deserialize, Serialize};
 
-pub use html::{escape, html};
+pub use html::html;
 pub use source::{
     answers, finished_at, judged_trajectories, last_write, read_lines, read_manifest,
     read_numbered_lines, Answer, Failure, Run, SourceError, TaskResult,
 };
 pub use terminal::render;
+pub use text::escape;
 
 /// Bootstrap resamples of the Elo ratings (each one a full fit).
 const ELO_RESAMPLES: usize = 1_000;

@@ -2,10 +2,8 @@
 
 use std::fmt::Write;
 
+use crate::text::listed;
 use crate::{Estimate, Report};
-
-/// How many flipped tasks a comparison lists before it counts the rest.
-const LISTED: usize = 10;
 
 fn interval(e: &Estimate) -> String {
     format!("{:.4} [{:.4}, {:.4}]", e.value, e.low, e.high)
@@ -21,20 +19,6 @@ fn tokens(n: u64) -> String {
         n if n >= 1_000 => format!("{:.1}k", n as f64 / 1e3),
         n => n.to_string(),
     }
-}
-
-/// The first few of `ids`, and how many more there are.
-pub(crate) fn listed(ids: &[String]) -> String {
-    let mut shown = ids
-        .iter()
-        .take(LISTED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if ids.len() > LISTED {
-        let _ = write!(shown, " and {} more", ids.len() - LISTED);
-    }
-    shown
 }
 
 /// The report as text.
@@ -194,4 +178,56 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "intervals: {}", report.method);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::judge::tests::{judging, report_of};
+
+    #[test]
+    fn the_terminal_gives_the_papers_figures_the_agreement_and_the_position() {
+        let text = crate::render(&report_of("run1", vec![judging()]));
+        for line in [
+            "run1: judge openai:<b>judge</b> (winlose prompt, reference data:trajectory.jsonl, \
+             both orders): 5 tasks, 0 set apart, 4 verdicts read, 1 unreadable, 0 not answered",
+            "  Pass Rate (LLM) 75.0% (3/4; 60.0% of all 5); the reference 50.0%",
+            "    chart_analysis 3/4 (75.0%)",
+            "  win/tie/lose against the reference (by decision): 2/1/1",
+            "  average turns 4.2 as the paper counts them (10 where the judge failed it); 3.5 by \
+             the faithful checks",
+            "  the judge against the faithful checks over 4 tasks: agree 50.0%, Cohen's kappa -0.33",
+            "                checks pass  checks fail",
+            "    judge pass            2            1",
+            "    judge fail            1            0",
+            "    passed by the judge only: PyBench/7",
+            "    passed by the checks only: PyBench/2",
+            "  position: over 4 pairs judged both ways, the preference changed with the order in 3 \
+             (75.0% followed the position: 0 Agent1 both times, 3 Agent2; 0 a tie one way); the \
+             run's Pass changed in 1 (1 only as Agent2, 0 only as Agent1)",
+            "    preference changed: PyBench/2, PyBench/3, PyBench/7",
+            "    the run's Pass changed: PyBench/3",
+            "  unreadable (1, counted in no rate): PyBench/102",
+            "  the paper (Qwen2-7B-Instruct): Pass Rate (LLM) 57.8%, win/tie/lose 85/2/56 against \
+             GPT-3.5, average turns 4.9",
+            "  the judge: 8 requests, tokens 40000 in, 300 out, $0.0123",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line:?} is not in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn kappa_is_undefined_where_chance_agrees_on_every_task_and_a_run_unjudged_reads_as_before() {
+        let mut f = judging();
+        f.agreement.kappa = None;
+        f.position = None;
+        f.published = None;
+        let text = crate::render(&report_of("run1", vec![f]));
+        assert!(text.contains("Cohen's kappa undefined"), "{text}");
+        assert!(!text.contains("position:"), "{text}");
+        assert!(!text.contains("the paper ("), "{text}");
+        let plain = crate::render(&report_of("run1", vec![]));
+        assert!(!plain.contains("LLM judges"), "{plain}");
+        let page = crate::html(&report_of("run1", vec![]), &[]);
+        assert!(!page.contains("LLM judges"));
+    }
 }

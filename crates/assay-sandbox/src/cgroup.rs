@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::slots::CpuMeter;
+use crate::meter::{cpu_used, read_keyed, read_u64, CpuMeter};
 
 #[derive(Debug)]
 pub(crate) enum Cgroups {
@@ -315,15 +315,6 @@ impl JobCgroup {
     }
 }
 
-/// The CPU time the processes of the cgroup at `dir` have used, gone or alive.
-pub(crate) fn cpu_used(dir: &Path, v2: bool) -> Option<Duration> {
-    if v2 {
-        read_keyed(&dir.join("cpu.stat"), "usage_usec").map(Duration::from_micros)
-    } else {
-        read_u64(&dir.join("cpuacct.usage")).map(Duration::from_nanos)
-    }
-}
-
 impl Drop for JobCgroup {
     fn drop(&mut self) {
         let dirs: Vec<PathBuf> = self.all().map(Path::to_path_buf).collect();
@@ -339,18 +330,6 @@ impl Drop for JobCgroup {
             Err(_) => remove(),
         }
     }
-}
-
-fn read_u64(path: &Path) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-fn read_keyed(path: &Path, key: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once(' ')?;
-        (k == key).then(|| v.trim().parse().ok()).flatten()
-    })
 }
 
 /// A cgroup can only be removed once its last process is gone, which trails the process's

@@ -52,6 +52,7 @@ mod drive;
 mod engine;
 mod frames;
 mod job;
+mod meter;
 mod outcome;
 mod protocol;
 mod runtime;

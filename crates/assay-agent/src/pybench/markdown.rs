@@ -4,7 +4,7 @@
 use assay_records::Message;
 use assay_tasks::pybench::Task;
 
-use super::episode::{Protocol, PYTHON_TOOL};
+use super::protocol::{Protocol, PYTHON_TOOL};
 
 /// The system prompt of upstream's `config/gpt.yaml`, byte for byte as every recorded
 /// trajectory's first message has it (PyBench commit fa90fae, `trajectory.jsonl`; typos

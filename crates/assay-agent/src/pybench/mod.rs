@@ -8,10 +8,12 @@ pub mod judge;
 pub mod markdown;
 pub mod model;
 pub mod observation;
+pub mod protocol;
 pub mod published;
 pub mod replay;
 pub mod summary;
+pub mod transcript;
 
-pub use episode::{
-    run_episode, Episode, EpisodeSettings, Protocol, Replier, Reply, ReplyError, Transcript,
-};
+pub use episode::{run_episode, Episode, EpisodeSettings};
+pub use protocol::Protocol;
+pub use transcript::{Replier, Reply, ReplyError, Transcript};

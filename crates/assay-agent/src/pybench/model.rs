@@ -10,8 +10,9 @@ use assay_records::{GenerationRecord, Message};
 use assay_tasks::pybench::Task;
 use serde_json::json;
 
-use super::episode::{Protocol, Replier, Reply, ReplyError, Step, Transcript, PYTHON_TOOL};
 use super::markdown::OBSERVATION_PREFIX;
+use super::protocol::{Protocol, PYTHON_TOOL};
+use super::transcript::{Replier, Reply, ReplyError, Step, Transcript};
 
 /// Upstream's sampling temperature.
 pub const TEMPERATURE: f64 = 0.2;

@@ -7,7 +7,7 @@ use std::path::Path;
 use assay_records::TrajectoryRecord;
 use assay_tasks::pybench::Task;
 
-use super::episode::{Replier, Reply, ReplyError, Transcript};
+use super::transcript::{Replier, Reply, ReplyError, Transcript};
 
 /// A trajectories file that cannot be used, with where.
 #[derive(Debug, thiserror::Error)]

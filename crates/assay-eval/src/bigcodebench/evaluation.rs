@@ -16,7 +16,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::mpsc;
 
 use super::ground_truth::References;
-use super::judge::{digest, judge, no_answer, Job};
+use super::judge::{digest, judge, no_answer, Finished, Job};
 use super::official_files::Written;
 use super::options::Options;
 use super::queue::{Queue, Queued, Reference};
@@ -25,12 +25,6 @@ use super::summary::{scores, summarize};
 use super::verdict::Environment;
 use crate::error::EvalError;
 use crate::resume::{reuse, Earlier, Wanted};
-
-/// What a spawned job reports back.
-pub(crate) enum Finished {
-    Sample(SampleRecord),
-    Reference(SampleRecord),
-}
 
 /// What judging runs on: the engine, the tasks, how, and what the environment lacks.
 #[derive(Clone, Copy)]

@@ -19,8 +19,7 @@ use assay_sandbox::{default_processes, Engine, Limits};
 use assay_tasks::bigcodebench::{Dataset, Task};
 use tokio::sync::{mpsc, watch};
 
-use super::evaluation::Finished;
-use super::judge::{digest, judge, Job};
+use super::judge::{digest, judge, Finished, Job};
 use super::options::{Options, STACK_BYTES};
 use super::sample_times::{self, SampleTimes};
 use super::verdict::Environment;

@@ -18,6 +18,12 @@ pub fn digest(program: &str) -> String {
     blake3::hash(program.as_bytes()).to_hex()[..16].to_string()
 }
 
+/// What a spawned job reports back.
+pub(crate) enum Finished {
+    Sample(SampleRecord),
+    Reference(SampleRecord),
+}
+
 /// One program to judge against its task's tests.
 pub(crate) struct Job {
     pub index: usize,

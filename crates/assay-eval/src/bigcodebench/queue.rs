@@ -13,8 +13,7 @@ use assay_sandbox::Engine;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, watch};
 
-use super::evaluation::Finished;
-use super::judge::{judge, Job};
+use super::judge::{judge, Finished, Job};
 use super::sample_times::SampleTimes;
 use super::verdict::Environment;
 

@@ -11,12 +11,11 @@ use std::path::Path;
 use assay_generate::prompt::{chat_message, completion_prompt, TEMPLATE_VERSION};
 use assay_models::{default_think_tags, part};
 use assay_records::{
-    GenerationRecord, IsolationLevel, Kind, Manifest, OfficialStatus, SampleRecord, Status,
-    TestResult, ThinkTag, TokenUsage, Unanswered,
+    GenerationRecord, Kind, Manifest, SampleRecord, Status, ThinkTag, TokenUsage, Unanswered,
 };
 use assay_report::{read_lines, read_numbered_lines, Answer, SourceError};
 use assay_tasks::bigcodebench::{Dataset, Split, Subset, Task, VERSIONS};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::log::{
@@ -24,64 +23,8 @@ use super::log::{
     ModelOutput, ModelUsage, Role, SampleFacts as Facts, Score, StopReason, Verdict, CORRECT,
     INCORRECT, SCORER,
 };
+use super::metadata::{SampleFacts, SampleVerdict, TestSummary};
 use super::Benchmark;
-
-/// What a BigCodeBench sample's judging recorded besides its verdict (the sample's metadata).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SampleFacts {
-    /// assay's status: `pass`, `fail`, `error`, `timeout`, `oom`, `infra`; none for a sample
-    /// the model never answered.
-    pub status: Option<Status>,
-    /// Why, in a sentence.
-    pub reason: String,
-    /// What in the environment decided an `infra` verdict (`network`, `missing-module`...).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub infra: Option<&'static str>,
-    /// Seconds from sending the job to its verdict.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wall_seconds: Option<f64>,
-    /// CPU seconds of the job's tree.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cpu_seconds: Option<f64>,
-    /// Peak memory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_peak_bytes: Option<u64>,
-    /// Most processes and threads at once.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub processes_peak: Option<u64>,
-    /// How well the job was isolated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<IsolationLevel>,
-    /// Digest of the program executed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub program_digest: Option<String>,
-    /// The libraries the task uses.
-    pub libs: Vec<String>,
-}
-
-/// assay's verdict on a BigCodeBench sample (the score's metadata).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SampleVerdict {
-    /// assay's status.
-    pub status: Status,
-    /// Why, in a sentence.
-    pub reason: String,
-    /// The official harness's status.
-    pub official: Option<OfficialStatus>,
-    /// Every test of the class, in the order they ran.
-    pub tests: Vec<TestSummary>,
-}
-
-/// One test method's result, without its traceback (the explanation has the first failure's).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TestSummary {
-    /// The method.
-    pub name: String,
-    /// How it ended.
-    pub result: TestResult,
-    /// How long it ran.
-    pub seconds: f64,
-}
 
 /// A line of `samples.jsonl` in the official format: `solution`, or a `completion` of the
 /// Complete prompt; `raw_solution` when a generation wrote it.

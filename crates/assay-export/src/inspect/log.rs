@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::scoring::Counts;
+use super::metadata::{self, Counts};
 use super::spec::Provenance;
-use super::{bigcodebench, pybench};
 
 /// Inspect's log file format version this writes.
 pub const LOG_VERSION: u32 = 2;
@@ -505,9 +504,9 @@ pub struct Score {
 #[serde(untagged)]
 pub enum SampleFacts {
     /// A BigCodeBench sample's judging.
-    BigCodeBench(bigcodebench::SampleFacts),
+    BigCodeBench(metadata::SampleFacts),
     /// A PyBench episode.
-    PyBench(pybench::EpisodeFacts),
+    PyBench(metadata::EpisodeFacts),
 }
 
 /// assay's verdict on a sample in full, per benchmark.
@@ -515,9 +514,9 @@ pub enum SampleFacts {
 #[serde(untagged)]
 pub enum Verdict {
     /// A BigCodeBench sample's status and tests.
-    BigCodeBench(bigcodebench::SampleVerdict),
+    BigCodeBench(metadata::SampleVerdict),
     /// A PyBench episode's verdicts, both ways of judging.
-    PyBench(pybench::EpisodeVerdict),
+    PyBench(metadata::EpisodeVerdict),
 }
 
 /// Inspect's CORRECT.

@@ -11,6 +11,7 @@
 
 mod bigcodebench;
 pub mod log;
+mod metadata;
 mod pybench;
 mod scoring;
 mod spec;

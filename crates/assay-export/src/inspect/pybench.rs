@@ -10,12 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use assay_records::{
-    CellRecord, CheckVerdict, EpisodeEnd, EpisodeRecord, Kind, Manifest, Status, TokenUsage,
-    TrajectoryRecord,
+    EpisodeEnd, EpisodeRecord, Kind, Manifest, Status, TokenUsage, TrajectoryRecord,
 };
 use assay_report::{read_lines, SourceError};
 use assay_tasks::pybench::PyBench;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::log::{
@@ -23,49 +21,8 @@ use super::log::{
     GenerateConfig, ModelOutput, ModelUsage, Role, SampleFacts, Score, StopReason, Verdict,
     CORRECT, INCORRECT, SCORER,
 };
+use super::metadata::{EpisodeFacts, EpisodeVerdict};
 use super::Benchmark;
-
-/// What a PyBench episode recorded besides its verdicts (the sample's metadata).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EpisodeFacts {
-    /// The paper's category.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-    /// The headline status: `pass`, `fail` or `infra`.
-    pub status: Status,
-    /// Why, in a sentence.
-    pub reason: String,
-    /// Why the episode ended.
-    pub end: EpisodeEnd,
-    /// Why, in a sentence: the server's own words when it refused a request.
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub end_reason: String,
-    /// Replies the model gave.
-    pub turns: u32,
-    /// Each executed cell.
-    pub cells: Vec<CellRecord>,
-    /// The images cells displayed, under the run's `figures/`.
-    pub figures: Vec<String>,
-    /// The files the episode left, under the run's `tasks/<index>/output/`.
-    pub outputs: Vec<String>,
-    /// Wall time of the episode.
-    pub seconds: f64,
-}
-
-/// assay's verdicts on an episode (the score's metadata).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EpisodeVerdict {
-    /// The headline status.
-    pub status: Status,
-    /// Why.
-    pub reason: String,
-    /// Which way of judging heads the run: `faithful` or `fixed`.
-    pub checks: Option<String>,
-    /// Upstream's test reproduced, bugs included.
-    pub faithful: CheckVerdict,
-    /// The same test with upstream's bugs corrected.
-    pub fixed: CheckVerdict,
-}
 
 /// The episodes of the PyBench run in `dir`, played by `model`.
 pub(super) fn read(dir: &Path, manifest: &Manifest, model: &str) -> Result<Benchmark, SourceError> {

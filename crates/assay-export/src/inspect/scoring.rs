@@ -7,12 +7,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use assay_score::{pass_at_k, DEFAULT_KS};
-use serde::Serialize;
 
 use super::log::{
     EvalMetric, EvalResults, EvalSample, EvalScore, HeadlineMetric, ReducedScore, Reductions,
     CORRECT, SCORER,
 };
+use super::metadata::Counts;
 
 /// One task's samples.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -23,19 +23,6 @@ struct Tally {
     judged: u64,
     /// Of them, passed.
     passed: u64,
-}
-
-/// `results.metadata`: what the figures are over.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Counts {
-    /// Tasks with a sample.
-    pub tasks: usize,
-    /// Tasks with a judged sample: what the figures average over.
-    pub tasks_judged: usize,
-    /// Tasks none of whose samples could be judged.
-    pub tasks_set_apart: Vec<String>,
-    /// Samples that could not be judged, in all tasks.
-    pub samples_set_apart: usize,
 }
 
 /// What the samples come to: the results, each task's reduced values, and the reducers.
