@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use assay_records::Layers;
 
-use crate::slots::stat_after_command;
+use crate::meter::stat_after_command;
 
 /// How long the job must be seen hung before it is called so.
 pub(crate) const CONFIRM: Duration = Duration::from_secs(1);

@@ -12,11 +12,12 @@ use crate::capture::Capture;
 use crate::cgroup::CgroupStats;
 use crate::config::Limits;
 use crate::deadlock;
+use crate::meter::CpuMeter;
 use crate::outcome::Usage;
 use crate::protocol::job::{Event, Stage};
 use crate::protocol::Rusage;
 use crate::sandbox::Sandbox;
-use crate::slots::{self, CpuMeter, METER_TICK};
+use crate::slots::{self, METER_TICK};
 use crate::worker::ExitNotice;
 use assay_records::{Captured, TestBudget};
 

@@ -14,10 +14,10 @@ use tokio::sync::oneshot;
 
 use crate::cgroup::JobCgroup;
 use crate::frames::{write_frame, FrameReader};
+use crate::meter::CpuMeter;
 use crate::protocol::expect::Expect;
 use crate::protocol::job::{Control, Event};
 use crate::protocol::{self, Refused};
-use crate::slots::CpuMeter;
 use crate::worker::{pid_of, ExitNotice, Worker};
 use assay_records::Layers;
 

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-// Imported from here by the modules that read a meter or a `/proc` stat file.
-pub(crate) use crate::meter::{stat_after_command, CpuMeter};
+use crate::meter::{stat_after_command, CpuMeter};
 
 /// How often a running job's CPU use is read.
 pub(crate) const METER_TICK: Duration = Duration::from_millis(250);
