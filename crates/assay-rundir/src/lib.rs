@@ -14,9 +14,9 @@
 //! reading `results.jsonl` back; a record torn by the kill is dropped and recomputed. Derived
 //! files are written to a temporary name and renamed, so they are either whole or absent.
 //!
-//! [`RunDir`] opens, locks and writes a directory ([`run_dir`]); its logs are [`Journal`]s
-//! ([`journal`]); whether an existing directory resumes is the manifests' comparison
-//! ([`manifest`]); the lock ([`lock`]) and whole-file writes ([`files`]) are what they share.
+//! [`RunDir`] opens, locks and writes a directory (`run_dir`); its logs are [`Journal`]s
+//! (`journal`); whether an existing directory resumes is the manifests' comparison
+//! (`manifest`); the lock (`lock`) and whole-file writes (`files`) are what they share.
 
 mod error;
 mod files;

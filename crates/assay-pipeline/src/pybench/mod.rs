@@ -1,9 +1,9 @@
 //! PyBench: `run` (episodes, then their checks) and `eval` (recorded trajectories judged),
 //! each into a run directory, resumably.
 //!
-//! The request, its report and the run directory's file names are here; [`pipeline`] runs a
-//! request from its input to its summary ([`summary`]), each task's future ([`task`]) playing
-//! or reading its episode and judging it, with the model side resolved by [`model`].
+//! The request, its report and the run directory's file names are here; `pipeline` runs a
+//! request from its input to its summary (`summary`), each task's future (`task`) playing
+//! or reading its episode and judging it, with the model side resolved by `model`.
 
 mod model;
 mod pipeline;
