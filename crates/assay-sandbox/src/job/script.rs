@@ -1,0 +1,129 @@
+//! A script job's end read into its verdict, and the files it left collected.
+
+use super::{encode_files, infra, ScriptJob};
+use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
+use crate::config::Limits;
+use crate::drive::{ending, Aftermath, End, Ending, Read};
+use crate::engine::Engine;
+use crate::outcome::{PyError, ScriptOutcome, Usage};
+use crate::protocol::job::{Control, Event};
+use assay_records::Captured;
+use assay_records::IsolationLevel;
+use assay_records::Status;
+
+fn script_outcome(status: Status, reason: String) -> ScriptOutcome {
+    ScriptOutcome {
+        status,
+        reason,
+        exit_code: None,
+        error: None,
+        stdout: Captured::default(),
+        stderr: Captured::default(),
+        files: Vec::new(),
+        usage: Usage::default(),
+        isolation: IsolationLevel::Minimal,
+    }
+}
+
+impl Engine {
+    /// Runs `job.code` as `__main__` in its own working directory and returns the verdict,
+    /// the output and the files it left there.
+    pub async fn run_script(&self, job: ScriptJob) -> ScriptOutcome {
+        if !is_plain_name(&job.workdir) {
+            let reason = format!(
+                "invalid job: workdir {:?} must be one plain name",
+                job.workdir
+            );
+            return infra(reason, script_outcome);
+        }
+        if let Some(bad) = job.files.iter().find(|f| !is_plain_relative(&f.path)) {
+            let reason = format!(
+                "invalid job: input path {:?} must be relative and plain",
+                bad.path
+            );
+            return infra(reason, script_outcome);
+        }
+        let inner = &self.inner;
+        let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
+        let files = encode_files(&job.files);
+        let control = |base| Control::Script {
+            base,
+            code: job.code.clone(),
+            argv: job.argv.clone(),
+            files: files.clone(),
+        };
+        let ran = inner
+            .run_job(
+                Some(&job.workdir),
+                &job.env,
+                &limits,
+                control,
+                |frame, _| {
+                    Read::from(matches!(
+                        frame,
+                        Event::ScriptDone { .. } | Event::InternalError { .. }
+                    ))
+                },
+            )
+            .await;
+        let mut ran = match ran {
+            Ok(ran) => ran,
+            Err(e) => return infra(e, script_outcome),
+        };
+        let mut outcome = script_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
+        if job.collect_files && outcome.status != Status::Infra {
+            let root = ran.workspace.host_path();
+            let workdir = job.workdir.clone();
+            let collected = tokio::task::spawn_blocking(move || {
+                collect::collect(&root, &workdir, Budget::default())
+            })
+            .await;
+            match collected {
+                Ok(Ok(files)) => outcome.files = files,
+                Ok(Err(e)) => tracing::warn!("collecting the script's files: {e}"),
+                Err(e) => tracing::warn!("collecting the script's files: {e}"),
+            }
+        }
+        outcome.stdout = ran.streams.out.take();
+        outcome.stderr = ran.streams.err.take();
+        outcome.usage = ran.aftermath.usage(ran.wall);
+        outcome.isolation = ran.isolation;
+        outcome
+    }
+}
+
+fn script_verdict<'a>(
+    end: &'a End,
+    started: bool,
+    aftermath: &Aftermath,
+    limits: &Limits,
+) -> ScriptOutcome {
+    let report = |frame: &'a Event| match frame {
+        Event::ScriptDone {
+            exit_code, error, ..
+        } => Some((*exit_code, error)),
+        _ => None,
+    };
+    let (exit_code, error) = match ending(end, aftermath, limits, started, report) {
+        Ending::Reported(done) => done,
+        Ending::Stopped(status, reason) => return script_outcome(status, reason),
+        Ending::HarnessFailed(reason) => return script_outcome(Status::Infra, reason),
+        Ending::Unreported(cause) => {
+            let reason = format!("the script did not finish: {cause}");
+            let mut outcome = script_outcome(Status::Error, reason);
+            outcome.exit_code = aftermath.exit().and_then(|e| e.code());
+            return outcome;
+        }
+    };
+    let error: Option<PyError> = error.clone().map(Into::into);
+    let (status, reason) = match (&error, exit_code) {
+        (Some(e), _) if e.name == "MemoryError" => (Status::Oom, "MemoryError".to_string()),
+        (Some(e), _) => (Status::Error, format!("{}: {}", e.name, e.message)),
+        (None, 0) => (Status::Pass, "exited with code 0".to_string()),
+        (None, code) => (Status::Error, format!("exited with code {code}")),
+    };
+    let mut outcome = script_outcome(status, reason);
+    outcome.exit_code = Some(exit_code);
+    outcome.error = error;
+    outcome
+}
