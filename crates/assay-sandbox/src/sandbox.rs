@@ -222,6 +222,11 @@ impl Sandbox {
         let first = tokio::time::timeout(READY_TIMEOUT, sandbox.results.next()).await;
         sandbox.layers = match first {
             Ok(Ok(Some(Event::Ready { layers }))) => layers,
+            Ok(Ok(Some(Event::InternalError { error, .. }))) => {
+                return Err(format!(
+                    "the job process failed before reporting ready:\n{error}"
+                ))
+            }
             Ok(Ok(Some(Event::SetupFailed { error }))) => {
                 return Err(format!(
                     "the job process could not confine itself:\n{error}"

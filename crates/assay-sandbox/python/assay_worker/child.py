@@ -39,7 +39,7 @@ def _apply_limits(limits):
     def cap(kind, value):
         resource.setrlimit(kind, (value, value))
 
-    if limits.get("cpu_seconds"):
+    if limits["cpu_seconds"]:
         used = resource.getrusage(resource.RUSAGE_SELF)
         spent = used.ru_utime + used.ru_stime
         cap(resource.RLIMIT_CPU, int(spent + limits["cpu_seconds"]) + 1)
@@ -48,7 +48,7 @@ def _apply_limits(limits):
                       ("processes", resource.RLIMIT_NPROC),
                       ("data_bytes", resource.RLIMIT_DATA),
                       ("stack_bytes", resource.RLIMIT_STACK)):
-        if limits.get(key):
+        if limits[key]:
             cap(kind, int(limits[key]))
     cap(resource.RLIMIT_CORE, 0)
 
@@ -67,20 +67,20 @@ def _prepare(spec):
     # The zygote's temporary directory (cached by tempfile at a preload's first use) is not
     # the job's: let the job's TMPDIR decide again.
     tempfile.tempdir = None
-    for directory in spec.get("make_dirs", []):
+    for directory in spec["make_dirs"]:
         os.makedirs(directory, exist_ok=True)
     os.makedirs(spec["cwd"], exist_ok=True)
     os.chdir(spec["cwd"])
-    for directory in spec.get("dirs", []):
+    for directory in spec.get("dirs", []):  # a script has none
         os.makedirs(_safe_relative(directory), exist_ok=True)
-    for item in spec.get("files", []):
+    for item in spec["files"]:
         path = _safe_relative(item["path"])
         if os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(base64.b64decode(item["data"]))
-    conditions.apply(spec.get("conditions", {}))
-    _apply_limits(spec.get("limits", {}))
+    conditions.apply(spec["conditions"])
+    _apply_limits(spec["limits"])
 
 
 def _emit(obj):
@@ -108,9 +108,9 @@ def main(fds, cfg, mode, workspace):
         spec = wire.read_frame(CTL)
         if spec is None:
             os._exit(0)
-        run = JOB_KINDS.get(spec.get("op"))
+        run = JOB_KINDS.get(spec["op"])
         if run is None:
-            raise ValueError(f"unknown job kind {spec.get('op')!r}")
+            raise ValueError(f"`{spec['op']}` is not a job")
         _prepare(spec)
         # From here on the results pipe carries whatever the code writes too: the supervisor
         # blames nothing after this frame on the harness.

@@ -17,7 +17,7 @@ def _finish(cfg, read_paths, write_paths, layers):
     L.prctl(L.PR_SET_NO_NEW_PRIVS, 1)
     layers["no_new_privs"] = True
     layers["landlock_abi"] = (L.landlock_restrict(read_paths, write_paths, DEVICES)
-                              if cfg.get("landlock", True) else 0)
+                              if cfg["landlock"] else 0)
     for program in cfg["seccomp"]:
         L.install_seccomp(bytes.fromhex(program))
     layers["seccomp"] = bool(cfg["seccomp"])
@@ -34,7 +34,7 @@ def namespaced(cfg, workspace):
     """The job is PID 1 of a new PID namespace (the zygote forked it that way). Give it its own
     mount, network, IPC and UTS namespaces, its workspace as /tmp, then drop to an unprivileged
     uid inside a nested user namespace with no capabilities at all."""
-    network = bool(cfg.get("network"))
+    network = cfg["network"]
     L.unshare(L.CLONE_NEWNS | L.CLONE_NEWIPC | L.CLONE_NEWUTS
               | (0 if network else L.CLONE_NEWNET))
     L.mount("proc", "/proc", "proc", L.MS_NOSUID | L.MS_NODEV | L.MS_NOEXEC)
@@ -86,7 +86,7 @@ def degraded(cfg, workspace):
     L.prctl(L.PR_SET_DUMPABLE, 1)
     _oom_first()
     private_shm = _private_mounts(cfg)
-    drop = cfg.get("drop_to") if cfg.get("degraded_drop") else None
+    drop = cfg["drop_to"] if cfg["degraded_drop"] else None
     if drop:
         os.setgroups([])
         os.setresgid(drop[1], drop[1], drop[1])

@@ -27,7 +27,7 @@ def _exit_code(exc):
 
 def run(spec, emit):
     filename = "main.py"
-    sys.argv = [filename, *spec.get("argv", [])]
+    sys.argv = [filename, *spec["argv"]]
     namespace = {"__name__": "__main__", "__file__": filename, "__builtins__": builtins}
     error, exit_code = None, 0
     try:

@@ -68,6 +68,9 @@ class _State:
     def add_figure(self, png):
         if isinstance(png, bytes):
             png = base64.b64encode(png).decode("ascii")
+        if not isinstance(png, str):  # display({"image/png": ...}, raw=True) takes anything
+            self.figure_error = "an image that was not PNG data was dropped"
+            return
         if len(self.figures) >= MAX_FIGURES:
             self.figure_error = f"more than {MAX_FIGURES} figures; the rest were dropped"
             return
@@ -227,13 +230,13 @@ def run(spec, emit):
     shell = make_shell(state)
     while True:
         request = wire.read_frame(CTL)
-        if request is None or request.get("op") == "close":
+        if request is None or request["op"] == "close":
             return
-        if request.get("op") != "exec":
-            raise ValueError(f"unknown session op {request.get('op')!r}")
+        if request["op"] != "exec":
+            raise ValueError(f"`{request['op']}` is not a session's request")
         while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
             pass  # an interrupt aimed at an earlier cell
-        _set_cpu_budget(request.get("cpu_seconds"))
+        _set_cpu_budget(request["cpu_seconds"])
         result, error = run_cell(shell, request["code"], state)
         emit({"ev": "exec_done", "id": request["id"], "result": result, "error": error,
               "figures": state.figures, "figure_error": state.figure_error})

@@ -31,6 +31,8 @@ import sys
 import time
 import types
 import unittest
+from resource import RUSAGE_CHILDREN, RUSAGE_SELF
+from resource import getrusage as _getrusage
 from unittest import case as _case
 from unittest import loader as _loader
 from unittest import result as _result
@@ -46,6 +48,11 @@ _TEST_HOOKS = ("setUp", "tearDown", "setUpClass", "tearDownClass", "run", "__cal
 
 
 def cap(text, limit=DETAIL_CAP):
+    if not isinstance(text, str):  # a skip reason may be any object
+        try:
+            text = str(text)
+        except Exception:  # noqa: BLE001 - a reason that cannot print itself
+            text = "<unprintable>"
     if len(text) <= limit:
         return text
     head = limit * 3 // 4
@@ -69,13 +76,15 @@ def describe(exc, own_frames=0):
 
 def rusage():
     """CPU time and peak memory of this process and its reaped children, for the supervisor's
-    accounting when it has no cgroup."""
-    import resource
-
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"utime": own.ru_utime + children.ru_utime, "stime": own.ru_stime + children.ru_stime,
-            "maxrss_kib": max(own.ru_maxrss, children.ru_maxrss)}
+    accounting when it has no cgroup. (``getrusage`` is bound at import, before any job's code
+    could replace it; what it gives is coerced, and zeros stand in if it fails.)"""
+    try:
+        own, children = _getrusage(RUSAGE_SELF), _getrusage(RUSAGE_CHILDREN)
+        return {"utime": float(own.ru_utime + children.ru_utime),
+                "stime": float(own.ru_stime + children.ru_stime),
+                "maxrss_kib": int(max(own.ru_maxrss, children.ru_maxrss))}
+    except Exception:  # noqa: BLE001 - only the accounting's fallback is lost
+        return {"utime": 0.0, "stime": 0.0, "maxrss_kib": 0}
 
 
 def flush_streams(*streams):
@@ -299,6 +308,8 @@ def _official_guard():
 
 
 _REHEARSAL = {
+    "test_class": "TestCases",
+    "guards": False,
     "code": "def task_func(x):\n    return x\n",
     "test": "import unittest\nclass TestCases(unittest.TestCase):\n"
             "    def test_it(self):\n        self.assertEqual(task_func(1), 1)\n",
@@ -329,7 +340,7 @@ def run(spec, emit, module_name="__test__"):
     integrity = Integrity(Recorder)
     loader_class, suite_run = _loader.TestLoader, _suite.TestSuite.run
     _official_guard()
-    if spec.get("guards"):
+    if spec["guards"]:
         official_guards.install(spec["code"] + spec["test"])
     name = module_name
     filename = f"{name}.py"
@@ -346,7 +357,7 @@ def run(spec, emit, module_name="__test__"):
         try:
             exec(compile(spec["code"] + "\n" + spec["test"], filename, "exec"), module.__dict__)
             sys.modules[name] = module
-            test_class = getattr(module, spec.get("test_class", "TestCases"))
+            test_class = getattr(module, spec["test_class"])
             suite = loader_class().loadTestsFromTestCase(test_class)
         except BaseException as e:  # noqa: BLE001 - the official harness catches everything
             flush_streams()

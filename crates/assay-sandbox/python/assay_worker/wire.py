@@ -1,8 +1,8 @@
-"""Framing for the job pipes and the zygote socket.
+"""Framing for the job pipes and the zygote socket, and the messages the worker is sent.
 
 Job pipes carry frames: a 4-byte little-endian length, then that many bytes of UTF-8 JSON. The
 zygote socket is SOCK_SEQPACKET, so each datagram is one JSON message, with file descriptors
-attached as SCM_RIGHTS.
+attached as SCM_RIGHTS. Every message, both ways: docs/worker-protocol.md.
 """
 
 import json
@@ -16,6 +16,24 @@ HEADER = struct.Struct("<I")
 MAX_FRAME = 64 << 20
 MAX_MESSAGE = 1 << 16
 MAX_FDS = 8
+
+# Every message the worker is sent, by its `op`: (the fields it must carry, those it may). One
+# with another `op` or other fields is refused where it arrives, before anything acts on it, so
+# that a field renamed on one side is an error, not a default. (The protocol's test reads this
+# table: it must match docs/worker-protocol.md.)
+_JOB = {"env", "cwd", "make_dirs", "limits", "conditions"}
+RECEIVED = {
+    "init": ({"namespaces", "landlock", "network", "strict", "drop_to", "degraded_drop",
+              "job_uid", "job_gid", "view", "preload", "seccomp", "workspace_mib", "shm_mib",
+              "degraded_home"}, set()),
+    "spawn": ({"id", "workspace"}, {"workspace_path"}),
+    "release": ({"workspace"}, set()),
+    "unittest": (_JOB | {"code", "test", "test_class", "guards", "files", "dirs"}, set()),
+    "script": (_JOB | {"code", "argv", "files"}, set()),
+    "session": (_JOB | {"files", "dirs"}, set()),
+    "exec": ({"id", "code", "cpu_seconds"}, set()),
+    "close": (set(), set()),
+}
 
 
 def encode(obj):
@@ -57,7 +75,7 @@ def read_frame(fd):
     body = _read_exact(fd, length)
     if body is None:
         raise EOFError("end of file inside a frame")
-    return json.loads(body)
+    return received(json.loads(body))
 
 
 def send_message(sock, obj, fds=()):
@@ -77,4 +95,22 @@ def recv_message(sock):
         raise ValueError("truncated control message")
     if not data:
         return None, []
-    return json.loads(data), fds
+    try:
+        return received(json.loads(data)), fds
+    except ValueError:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def received(message):
+    """``message`` if it is one the worker may be sent, with exactly its fields."""
+    if not isinstance(message, dict) or message.get("op") not in RECEIVED:
+        raise ValueError(f"not a message the worker is sent: {str(message)[:300]}")
+    required, optional = RECEIVED[message["op"]]
+    fields = message.keys() - {"op"}
+    missing, unknown = required - fields, fields - required - optional
+    if missing or unknown:
+        raise ValueError(f"`{message['op']}` with fields missing {sorted(missing)} and "
+                         f"unknown {sorted(unknown)}")
+    return message

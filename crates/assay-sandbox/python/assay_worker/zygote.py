@@ -1,19 +1,9 @@
 """The zygote: sets up the shared part of the sandbox once, imports the heavy libraries once,
 then forks one confined process per job on the supervisor's request.
 
-Started by the supervisor as ``python -I -B -c ...`` with the control socket (SOCK_SEQPACKET)
-as stdin and a scrubbed environment. Messages (JSON, one per datagram):
-
-  supervisor -> zygote
-    {"op": "init", ...config}                      first message, once
-    {"op": "spawn", "id": N, "workspace": W}       + fds [ctl, stdout, stderr, results]
-    {"op": "release", "workspace": W}              unmount a workspace nobody uses any more
-  zygote -> supervisor
-    {"op": "ready", "mode", "preload", "python"}   + fds [pidfd of the zygote]
-    {"op": "failed", "error"}                      bootstrap failed; the zygote exits
-    {"op": "spawned", "id": N}                     + fds [pidfd of the job]
-    {"op": "spawn_failed", "id": N, "error"}
-    {"op": "exited", "id": N, "status", "rusage"}  the job process was reaped
+Started by the supervisor as ``python -s -P -B -c ...`` with the control socket
+(SOCK_SEQPACKET) as stdin and a scrubbed environment. Its messages (JSON, one per datagram, file
+descriptors attached), both ways: docs/worker-protocol.md.
 
 The zygote never runs untrusted code, and exits when the supervisor's end of the socket closes.
 """
@@ -73,7 +63,7 @@ def _become_shim_parent():
 
 
 def _namespaced_bootstrap(cfg):
-    drop_to = cfg.get("drop_to")
+    drop_to = cfg["drop_to"]
     v = cfg["view"]
     points = [WS_ROOT, "/tmp"]
     root = os.geteuid() == 0
@@ -92,7 +82,7 @@ def _namespaced_bootstrap(cfg):
         L.prctl(L.PR_SET_DUMPABLE, 1)
     uid, gid = os.geteuid(), os.getegid()
     # With the network allowed, jobs share the host's network namespace: so must we.
-    net = 0 if cfg.get("network") else L.CLONE_NEWNET
+    net = 0 if cfg["network"] else L.CLONE_NEWNET
     L.unshare(L.CLONE_NEWUSER | L.CLONE_NEWNS | L.CLONE_NEWPID | net | L.CLONE_NEWIPC
               | L.CLONE_NEWUTS)
     L.write_id_maps(0, uid, 0, gid)
@@ -113,7 +103,7 @@ class Zygote:
         self.own_pidns = None
 
     def bootstrap(self):
-        drop_to = self.cfg.get("drop_to")
+        drop_to = self.cfg["drop_to"]
         if self.cfg["namespaces"] and _probe_namespaces(drop_to):
             _namespaced_bootstrap(self.cfg)
             self.mode = "namespaced"
@@ -176,13 +166,13 @@ class Zygote:
                     try:
                         self._handle(message, fds)
                     except Exception:  # noqa: BLE001 - one bad request must not end the worker
-                        print(f"assay worker: {message.get('op')!r} failed:\n"
+                        print(f"assay worker: {message['op']!r} failed:\n"
                               f"{traceback.format_exc()}", file=sys.stderr, flush=True)
                 else:
                     self._reap(key.data)
 
     def _handle(self, message, fds):
-        op = message.get("op")
+        op = message["op"]
         if op == "spawn":
             self._spawn(message, fds)
         elif op == "release":
@@ -271,7 +261,7 @@ def main():
     message, fds = wire.recv_message(sock)
     for fd in fds:
         os.close(fd)
-    if not message or message.get("op") != "init":
+    if not message or message["op"] != "init":
         sys.exit("assay worker: expected an init message")
     zygote = Zygote(sock, message)
     try:

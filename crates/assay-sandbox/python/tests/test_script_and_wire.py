@@ -7,7 +7,7 @@ from helpers import in_child
 
 
 def script(code, **extra):
-    events, _ = in_child(script_job.run, {"code": code, **extra})
+    events, _ = in_child(script_job.run, {"code": code, "argv": [], **extra})
     return {e["ev"]: e for e in events}
 
 
@@ -34,10 +34,25 @@ class ScriptJobTest(unittest.TestCase):
 class WireTest(unittest.TestCase):
     def test_frames_round_trip_and_survive_bad_text(self):
         r, w = os.pipe()
-        wire.write_frame(w, {"text": "caf\u00e9 \udcff"})
+        wire.write_frame(w, {"op": "exec", "id": 1, "code": "caf\u00e9 \udcff", "cpu_seconds": 1})
         os.close(w)
-        self.assertEqual(wire.read_frame(r), {"text": "caf\u00e9 ?"})
+        self.assertEqual(wire.read_frame(r)["code"], "caf\u00e9 ?")
         self.assertIsNone(wire.read_frame(r))
+
+    def test_received_messages_carry_exactly_their_fields(self):
+        r, w = os.pipe()
+        wire.write_frame(w, {"op": "exec", "id": 1, "code": "1", "cpu_seconds": 2})
+        wire.write_frame(w, {"op": "exec", "id": 1, "code": "1"})
+        wire.write_frame(w, {"op": "exec", "id": 1, "code": "1", "cpu_seconds": 2, "x": 0})
+        wire.write_frame(w, {"op": "victory"})
+        os.close(w)
+        self.assertEqual(wire.read_frame(r)["cpu_seconds"], 2)
+        with self.assertRaisesRegex(ValueError, r"missing \['cpu_seconds'\]"):
+            wire.read_frame(r)
+        with self.assertRaisesRegex(ValueError, r"unknown \['x'\]"):
+            wire.read_frame(r)
+        with self.assertRaisesRegex(ValueError, "not a message the worker is sent"):
+            wire.read_frame(r)
 
     def test_input_paths_must_stay_inside(self):
         self.assertEqual(child._safe_relative("data/in.csv"), "data/in.csv")

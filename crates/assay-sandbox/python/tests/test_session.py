@@ -9,7 +9,7 @@ from helpers import in_child
 
 def run_cells(codes, emit):
     """In a forked child (the shell, matplotlib's state and the streams stay there): each
-    cell's (status, result, error, number of figures)."""
+    cell's (status, result, error, number of figures, why figures were dropped)."""
     # As in a job, where library DeprecationWarnings are hidden (unittest shows them all; IPython
     # 8.26 with the test profile's matplotlib 3.7 raises some while drawing inline).
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -20,7 +20,8 @@ def run_cells(codes, emit):
     shell = session.make_shell(state)
     for code in codes:
         result, error = session.run_cell(shell, code, state)
-        emit({"ev": "cell", "status": "error" if error else "ok", "result": result, "error": error,
+        emit({"ev": "cell", "status": "error" if error else "ok",
+              "figure_error": state.figure_error, "result": result, "error": error,
               "figures": len(state.figures)})
 
 
@@ -52,6 +53,12 @@ class CellTest(unittest.TestCase):
     def test_output_keeps_the_order_of_both_streams_and_of_programs(self):
         _, output = cells("import sys\nprint('a')\nsys.stderr.write('b\\n')\n!echo c\nprint('d')")
         self.assertEqual(output, "a\nb\nc\nd\n")
+
+    def test_an_image_that_is_not_png_data_is_dropped_with_a_reason(self):
+        results, _ = cells("from IPython.display import display\n"
+                           "display({'image/png': ['x']}, raw=True)")
+        self.assertEqual((results[0]["status"], results[0]["figures"]), ("ok", 0))
+        self.assertIn("not PNG", results[0]["figure_error"])
 
     def test_package_installs_are_refused_with_a_reason(self):
         results, output = cells("!pip install numpy", "%pip install numpy", "!pip --version")

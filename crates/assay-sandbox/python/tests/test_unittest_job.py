@@ -18,7 +18,7 @@ class TestCases(unittest.TestCase):
 
 
 def run(code, test=TESTS, **extra):
-    spec = {"code": code, "test": test, **extra}
+    spec = {"code": code, "test": test, "test_class": "TestCases", "guards": False, **extra}
     events, _ = in_child(unittest_job.run, spec)
     by_kind = {}
     for event in events:
@@ -34,6 +34,14 @@ class UnittestJobTest(unittest.TestCase):
         done = ev["tests_done"][0]
         self.assertEqual(done["tests_run"], 2)
         self.assertEqual((done["failures"], done["errors"], done["tampered"]), ([], [], []))
+
+    def test_a_skip_reason_of_any_type_is_reported_as_text(self):
+        test = TESTS.replace("    def test_a_zero(self):",
+                             "    @unittest.skip(['not', 'a', 'string'])\n"
+                             "    def test_a_zero(self):")
+        [skipped] = [t for t in run(PASSING, test)["test"] if t["name"] == "test_a_zero"]
+        self.assertEqual((skipped["outcome"], skipped["detail"]),
+                         ("skip", "['not', 'a', 'string']"))
 
     def test_a_failure_carries_unittests_own_traceback(self):
         done = run("def task_func(x):\n    return 3 * x\n")["tests_done"][0]
@@ -119,7 +127,8 @@ class TestCases(unittest.TestCase):
         done = run("def task_func(x):\n    return 0\n" + cheat.split(PASSING)[1])["tests_done"][0]
         self.assertIn("TestCase.assertEqual", done["tampered"])
         added = "import unittest\nunittest.TestCase.__getattribute__ = object.__getattribute__\n"
-        self.assertTrue(any("added" in t for t in run(PASSING + added)["tests_done"][0]["tampered"]))
+        tampered = run(PASSING + added)["tests_done"][0]["tampered"]
+        self.assertTrue(any("added" in t for t in tampered))
         swap = "import sys, types\nsys.modules['unittest'] = types.ModuleType('unittest')\n"
         # The emptied module fails the test source's own import: a module error, still reported.
         tampered = run(PASSING + swap)["module_error"][0]["tampered"]

@@ -12,7 +12,7 @@ use crate::drive::{ending, Aftermath, End, Ending, Read};
 use crate::engine::Engine;
 use crate::meter::CpuMeter;
 use crate::outcome::{PyError, UnittestOutcome, Usage};
-use crate::protocol::job::{Control, ErrorFrame, Event, TestsDone};
+use crate::protocol::job::{Control, ErrorFrame, Event, Outcome, TestsDone};
 use assay_records::Captured;
 use assay_records::IsolationLevel;
 use assay_records::{Status, TestBudget, TestOutcome, TestResult};
@@ -63,7 +63,7 @@ impl TestLog {
             } => {
                 self.tests.push(TestOutcome {
                     name: name.clone(),
-                    result: *outcome,
+                    result: (*outcome).into(),
                     detail: detail.clone(),
                     seconds: *seconds,
                     cpu_seconds: meter
@@ -74,7 +74,7 @@ impl TestLog {
                 Read::Reset
             }
             Event::Fixture { outcome, .. } => {
-                self.fixture_skipped |= *outcome == TestResult::Skip;
+                self.fixture_skipped |= *outcome == Outcome::Skip;
                 Read::On
             }
             Event::ModuleError { .. } | Event::TestsDone(_) | Event::InternalError { .. } => {

@@ -185,7 +185,8 @@ fn the_rust_types_are_the_documented_protocol() {
 
 /// Reads the worker's source with `ast`: every dict literal tagged `ev` or `op` (what it can
 /// send: the test below also requires every sending call to take such a literal, or to
-/// forward its own parameter from a sending function), and every tag it dispatches on.
+/// forward its own parameter from a sending function), and every tag it dispatches on; and
+/// `wire.RECEIVED`, the fields of each message it is sent (it refuses any other).
 const READ_WORKER: &str = r#"
 import ast, json, pathlib, sys
 
@@ -248,7 +249,11 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("*.py")):
             if not forwards:
                 problems.append(f"{where(node)}: sends a message that is not a literal")
 
-print(json.dumps({"sent": sent, "dispatched": sorted(dispatched), "problems": problems}))
+sys.path.insert(0, str(pathlib.Path(sys.argv[1]).parent))
+from assay_worker import wire
+received = {op: sorted(required | optional) for op, (required, optional) in wire.RECEIVED.items()}
+print(json.dumps({"sent": sent, "dispatched": sorted(dispatched), "received": received,
+                  "problems": problems}))
 "#;
 
 #[test]
@@ -324,6 +329,18 @@ fn the_python_worker_is_the_documented_protocol() {
             "the worker acts on {dispatched:?}; the page lists {to_worker:?} sent to it"
         ));
     }
+    // What the worker takes: each message with exactly the documented fields.
+    let mut documented = Messages::new();
+    for direction in [SUPERVISOR_TO_ZYGOTE, SUPERVISOR_TO_JOB] {
+        documented.extend(page.directions[direction].clone());
+    }
+    let received: Messages = serde_json::from_value(found["received"].clone()).unwrap();
+    problems.extend(differences(
+        "what the worker is sent",
+        &documented,
+        &received,
+        "wire.RECEIVED",
+    ));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 

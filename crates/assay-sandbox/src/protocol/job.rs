@@ -122,18 +122,13 @@ pub(crate) enum Event {
     /// A test ended.
     Test {
         name: String,
-        #[cfg_attr(test, schemars(with = "String"))]
-        outcome: TestResult,
+        outcome: Outcome,
         /// Its traceback or skip reason (capped).
         detail: String,
         seconds: f64,
     },
     /// A class or module fixture (`setUpClass`...) reported outside any test.
-    Fixture {
-        #[cfg_attr(test, schemars(with = "String"))]
-        outcome: TestResult,
-        detail: String,
-    },
+    Fixture { outcome: Outcome, detail: String },
     /// A unittest job's module raised before its tests ran (the final frame).
     ModuleError {
         error: ErrorFrame,
@@ -152,6 +147,33 @@ pub(crate) enum Event {
     },
     /// A session's cell ended.
     ExecDone(ExecDone),
+}
+
+/// How a test (or a fixture) ended, as the worker reports it: the record's `TestResult` less
+/// what only the supervisor concludes (`crashed`, `not-run`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    Pass,
+    Fail,
+    Error,
+    Skip,
+    Xfail,
+    Xpass,
+}
+
+impl From<Outcome> for TestResult {
+    fn from(outcome: Outcome) -> TestResult {
+        match outcome {
+            Outcome::Pass => TestResult::Pass,
+            Outcome::Fail => TestResult::Fail,
+            Outcome::Error => TestResult::Error,
+            Outcome::Skip => TestResult::Skip,
+            Outcome::Xfail => TestResult::ExpectedFailure,
+            Outcome::Xpass => TestResult::UnexpectedSuccess,
+        }
+    }
 }
 
 /// Where the harness inside the job process failed.
@@ -288,6 +310,9 @@ mod tests {
         let renamed =
             r#"{"ev": "test", "name": "t", "result": "pass", "detail": "", "seconds": 0}"#;
         assert!(refused(renamed).starts_with("unknown field `result`"));
+        let concluded = r#"{"ev": "test", "name": "t", "outcome": "crashed", "detail": "",
+            "seconds": 0}"#;
+        assert!(refused(concluded).starts_with("unknown variant `crashed`"));
         assert!(refused(r#"{"ev": "test_start"}"#).starts_with("missing field `name`"));
         assert!(refused(r#"{"ev": "started", "x": 1}"#).starts_with("unknown field `x`"));
         assert!(refused(r#"{"ev": "victory"}"#).starts_with("unknown variant `victory`"));
@@ -308,9 +333,9 @@ mod tests {
             "t".repeat(5000)
         );
         let refused = parse::<Event>(long.as_bytes()).unwrap_err();
-        assert!(refused
-            .arrived
-            .ends_with(&format!("… ({} bytes)", long.len())));
+        let tail = format!("tt\"], \"x\": 0}} ({} bytes)", long.len());
+        assert!(refused.arrived.ends_with(&tail), "{}", refused.arrived);
+        assert!(refused.arrived.starts_with(r#"{"ev": "loaded""#));
         assert!(refused.arrived.chars().count() < 350);
     }
 }

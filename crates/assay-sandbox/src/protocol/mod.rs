@@ -53,15 +53,21 @@ pub(crate) struct Refused {
     pub arrived: String,
 }
 
-/// How much of a refused message a report quotes.
-const QUOTED: usize = 300;
+/// How much of a refused message a report quotes: its head and its tail (where a traceback
+/// names its exception), in characters.
+const QUOTED_HEAD: usize = 200;
+const QUOTED_TAIL: usize = 100;
 
 impl Refused {
     pub fn new(why: impl Into<String>, arrived: &[u8]) -> Self {
         let text = String::from_utf8_lossy(arrived);
-        let arrived = match text.char_indices().nth(QUOTED) {
-            Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], arrived.len()),
-            None => text.into_owned(),
+        let chars = text.chars().count();
+        let arrived = if chars <= QUOTED_HEAD + QUOTED_TAIL {
+            text.into_owned()
+        } else {
+            let head: String = text.chars().take(QUOTED_HEAD).collect();
+            let tail: String = text.chars().skip(chars - QUOTED_TAIL).collect();
+            format!("{head} … {tail} ({} bytes)", arrived.len())
         };
         Refused {
             why: why.into(),
