@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::{job, zygote};
@@ -256,6 +257,29 @@ print(json.dumps({"sent": sent, "dispatched": sorted(dispatched), "received": re
                   "problems": problems}))
 "#;
 
+/// What `READ_WORKER` found.
+#[derive(Deserialize)]
+struct Worker {
+    /// Every message literal, where it is.
+    sent: Vec<Literal>,
+    /// The tags it dispatches on.
+    dispatched: BTreeSet<String>,
+    /// `wire.RECEIVED`: each message it is sent, with the fields it takes.
+    received: Messages,
+    /// Sending calls whose message is not a literal, literals with computed parts.
+    problems: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Literal {
+    /// `ev` (results pipe) or `op` (zygote socket).
+    key: String,
+    tag: String,
+    fields: Fields,
+    /// `file:line`.
+    at: String,
+}
+
 #[test]
 #[allow(clippy::disallowed_methods)] // the system python3 reads source; it runs no worker code
 fn the_python_worker_is_the_documented_protocol() {
@@ -271,40 +295,27 @@ fn the_python_worker_is_the_documented_protocol() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: Worker = serde_json::from_slice(&out.stdout).unwrap();
     let page = page();
-    let mut problems: Vec<String> = found["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap().to_string())
-        .collect();
-    assert!(
-        found["sent"].as_array().unwrap().len() > 5,
-        "too few messages found: {found}"
-    );
+    let mut problems = found.problems;
+    assert!(found.sent.len() > 5, "too few messages found");
     // What the worker sends: exactly the documented fields, and every documented message.
     let mut sent: BTreeMap<&str, Messages> = BTreeMap::new();
-    for message in found["sent"].as_array().unwrap() {
-        let direction = match message["key"].as_str().unwrap() {
+    for message in found.sent {
+        let direction = match message.key.as_str() {
             "op" => ZYGOTE_TO_SUPERVISOR,
             _ => JOB_TO_SUPERVISOR,
         };
-        let tag = message["tag"].as_str().unwrap().to_string();
-        let fields: Fields = message["fields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f.as_str().unwrap().to_string())
-            .collect();
-        let documented = page.directions[direction].get(&tag);
-        if documented != Some(&fields) {
+        let documented = page.directions[direction].get(&message.tag);
+        if documented != Some(&message.fields) {
             problems.push(format!(
-                "{}: sends `{tag}` with {fields:?}; the page ({direction}) lists {documented:?}",
-                message["at"].as_str().unwrap()
+                "{}: sends `{}` with {:?}; the page ({direction}) lists {documented:?}",
+                message.at, message.tag, message.fields
             ));
         }
-        sent.entry(direction).or_default().insert(tag, fields);
+        sent.entry(direction)
+            .or_default()
+            .insert(message.tag, message.fields);
     }
     for direction in [ZYGOTE_TO_SUPERVISOR, JOB_TO_SUPERVISOR] {
         for tag in page.directions[direction].keys() {
@@ -313,32 +324,23 @@ fn the_python_worker_is_the_documented_protocol() {
             }
         }
     }
-    // What the worker acts on: the documented messages to it, and no other.
-    let dispatched: BTreeSet<&str> = found["dispatched"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
-    let to_worker: BTreeSet<&str> = [SUPERVISOR_TO_ZYGOTE, SUPERVISOR_TO_JOB]
-        .iter()
-        .flat_map(|d| page.directions[*d].keys().map(String::as_str))
-        .collect();
-    if dispatched != to_worker {
+    // What the worker acts on: the documented messages to it, and no other; each with
+    // exactly the documented fields.
+    let mut to_worker = Messages::new();
+    for direction in [SUPERVISOR_TO_ZYGOTE, SUPERVISOR_TO_JOB] {
+        to_worker.extend(page.directions[direction].clone());
+    }
+    let documented_tags: BTreeSet<String> = to_worker.keys().cloned().collect();
+    if found.dispatched != documented_tags {
         problems.push(format!(
-            "the worker acts on {dispatched:?}; the page lists {to_worker:?} sent to it"
+            "the worker acts on {:?}; the page lists {documented_tags:?} sent to it",
+            found.dispatched
         ));
     }
-    // What the worker takes: each message with exactly the documented fields.
-    let mut documented = Messages::new();
-    for direction in [SUPERVISOR_TO_ZYGOTE, SUPERVISOR_TO_JOB] {
-        documented.extend(page.directions[direction].clone());
-    }
-    let received: Messages = serde_json::from_value(found["received"].clone()).unwrap();
     problems.extend(differences(
         "what the worker is sent",
-        &documented,
-        &received,
+        &to_worker,
+        &found.received,
         "wire.RECEIVED",
     ));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
