@@ -247,6 +247,7 @@ impl Sandbox {
         };
         Ok(sandbox)
     }
+
     /// Whether this process can still take a job (its worker lives and it has not exited).
     pub fn is_usable(&mut self) -> bool {
         self.worker.is_alive() && self.exit.pending()

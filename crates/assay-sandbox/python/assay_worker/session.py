@@ -28,7 +28,6 @@ import re
 import resource
 import signal
 import sys
-import time
 import warnings
 
 from . import wire

@@ -88,9 +88,10 @@ impl Expect {
         let next = match (self.phase, event) {
             (Phase::Forked, Event::Ready { .. }) => Some(Phase::Idle),
             (Phase::Forked, Event::SetupFailed { .. }) => Some(Phase::Over),
-            // Confined, but rehearsing the runner (before `ready`) failed.
+            // Before `ready`: confined, but rehearsing the runner failed; after the job was
+            // sent: preparing it failed.
             (
-                Phase::Forked,
+                Phase::Forked | Phase::Sent(_),
                 Event::InternalError {
                     stage: Stage::Prepare,
                     ..
@@ -103,13 +104,6 @@ impl Expect {
                     loaded: false,
                 })
             }
-            (
-                Phase::Sent(_),
-                Event::InternalError {
-                    stage: Stage::Prepare,
-                    ..
-                },
-            ) => Some(Phase::Over),
             (Phase::Running { kind, loaded }, Event::ExecDone(ExecDone { id, .. }))
                 if kind == Kind::Session =>
             {

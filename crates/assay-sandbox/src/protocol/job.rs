@@ -3,6 +3,7 @@
 //! `python/assay_worker/child.py` and the job kinds it runs.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -245,22 +246,16 @@ impl From<ErrorFrame> for PyError {
 }
 
 impl Event {
-    /// The frame's tag, for messages.
-    pub fn tag(&self) -> &'static str {
-        match self {
-            Event::Ready { .. } => "ready",
-            Event::SetupFailed { .. } => "setup_failed",
-            Event::Started {} => "started",
-            Event::InternalError { .. } => "internal_error",
-            Event::Loaded { .. } => "loaded",
-            Event::TestStart { .. } => "test_start",
-            Event::Test { .. } => "test",
-            Event::Fixture { .. } => "fixture",
-            Event::ModuleError { .. } => "module_error",
-            Event::TestsDone(_) => "tests_done",
-            Event::ScriptDone { .. } => "script_done",
-            Event::ExecDone(_) => "exec_done",
-        }
+    /// The frame's tag, for messages about a frame that is refused or out of place. Taken
+    /// from its serialized form, so it is the wire's name and cannot drift from it (only
+    /// error paths pay for the serialization).
+    pub fn tag(&self) -> String {
+        let value = serde_json::to_value(self).unwrap_or_default();
+        value
+            .get("ev")
+            .and_then(|t| t.as_str())
+            .unwrap_or("?")
+            .to_string()
     }
 
     /// What the process said it used, if the frame is a final report.
@@ -277,13 +272,21 @@ impl Event {
 /// type defaults missing layers to `false`, for run directories written before a layer
 /// existed; on the wire a missing or renamed layer is an error, not a layer quietly off.)
 fn every_layer<'de, D: Deserializer<'de>>(d: D) -> Result<Layers, D::Error> {
+    // The layers' names, as `Layers` serializes them: read once, not per job process.
+    static KNOWN: LazyLock<Vec<String>> = LazyLock::new(|| {
+        let layers = serde_json::to_value(Layers::default()).unwrap_or_default();
+        layers
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.clone())
+            .collect()
+    });
     let given = serde_json::Map::deserialize(d)?;
-    let known = serde_json::to_value(Layers::default()).map_err(D::Error::custom)?;
-    let known = known.as_object().into_iter().flatten().map(|(k, _)| k);
-    if let Some(missing) = known.clone().find(|k| !given.contains_key(*k)) {
+    if let Some(missing) = KNOWN.iter().find(|k| !given.contains_key(*k)) {
         return Err(D::Error::custom(format!("layer `{missing}` missing")));
     }
-    if let Some(unknown) = given.keys().find(|k| !known.clone().any(|n| n == *k)) {
+    if let Some(unknown) = given.keys().find(|k| !KNOWN.contains(k)) {
         return Err(D::Error::custom(format!("unknown layer `{unknown}`")));
     }
     serde_json::from_value(serde_json::Value::Object(given)).map_err(D::Error::custom)
