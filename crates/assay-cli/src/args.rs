@@ -278,6 +278,11 @@ pub struct JudgingArgs {
     pub memory: u64,
     #[command(flatten)]
     pub semantics: SemanticsArgs,
+    /// Judge samples that gamed their tests (skipped them, patched unittest, ended a test
+    /// early...) as the official harness does, from failures and errors alone, instead of
+    /// `fail`; they are still counted and named. For exact parity studies.
+    #[arg(long)]
+    pub gamed_as_official: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
     /// After judging, run every judged sample N more times, each round changing one condition
@@ -541,6 +546,7 @@ impl JudgingArgs {
             timeout: self.timeout,
             memory_mib: self.memory,
             guards: self.semantics.guards(),
+            gamed_as_official: self.gamed_as_official,
             engine: self.engine.settings(),
             stability: self.stability,
         }

@@ -61,6 +61,13 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
     };
     println!("  assay statuses: {}", counts(&summary.statuses));
     println!("  official statuses: {}", counts(&summary.official));
+    if summary.gamed.samples > 0 {
+        println!(
+            "  gamed their tests: {} ({})",
+            summary.gamed.samples,
+            counts(&summary.gamed.by_kind)
+        );
+    }
     let truth = &summary.ground_truth;
     println!(
         "  ground truth here: {:.4}{}",

@@ -41,6 +41,7 @@ pub async fn check(
         timeout: None,
         memory_mib: REFERENCE_MEMORY_BYTES >> 20,
         guards: request.guards,
+        gamed_as_official: false,
         engine: request.engine.clone(),
         stability: 0,
     };

@@ -36,6 +36,9 @@ pub struct JudgeSettings {
     pub memory_mib: u64,
     /// Run under the official harness's process guards.
     pub guards: bool,
+    /// Samples that gamed their tests judged as the official harness does
+    /// (`--gamed-as-official`).
+    pub gamed_as_official: bool,
     /// How the sandbox runs.
     pub engine: EngineSettings,
     /// Stability rounds after the evaluation (`--stability N`): every judged sample run again
@@ -82,6 +85,7 @@ impl JudgeSettings {
             time,
             network: self.engine.network,
             guards: self.guards,
+            gamed_as_official: self.gamed_as_official,
         })
     }
 
@@ -169,6 +173,7 @@ impl Judge {
             memory_mib: Some(self.memory_mib),
             network: Some(self.options.network),
             guards: Some(self.options.guards),
+            gamed_as_official: self.options.gamed_as_official.then_some(true),
             conditions: Some(self.engine.conditions()),
             environment: Some(self.env.key()),
             ..into

@@ -13,6 +13,7 @@ pub mod event;
 pub mod fingerprint;
 pub mod generation;
 pub mod ground_truth;
+pub mod integrity;
 pub mod isolation;
 pub mod judge;
 pub mod manifest;
@@ -40,6 +41,7 @@ pub use generation::{
     GenerationTotals, Prices, Split, TokenUsage, Unanswered, CUT_WHILE_THINKING,
 };
 pub use ground_truth::{GroundTruthSummary, ProcessPeaks, ReferenceResult};
+pub use integrity::{IntegrityFinding, IntegrityKind};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
 pub use judge::{
     Agreement, AnswerKeys, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings,
@@ -55,7 +57,7 @@ pub use shard::Shard;
 pub use stability::{
     ChangedIn, ChangedVerdict, PassAt1Range, RoundFigures, StabilityRecord, StabilitySummary,
 };
-pub use summary::{BudgetsSaved, CheckSummary, EvalSummary, Scores, Slow};
+pub use summary::{BudgetsSaved, CheckSummary, EvalSummary, Gamed, Scores, Slow};
 pub use time_policy::{TestBudget, TimePolicy, OFFICIAL_TIMEOUT_SECONDS};
 pub use utc::Utc;
 pub use verdict::{InfraCause, Official, OfficialStatus};

@@ -103,6 +103,10 @@ pub struct Identity {
     /// Whether jobs ran under the official process guards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guards: Option<bool>,
+    /// Whether samples that gamed their tests were judged as the official harness does
+    /// (`--gamed-as-official`); absent when not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gamed_as_official: Option<bool>,
     /// The listing order and seeds jobs ran under.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<crate::Conditions>,

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::integrity::IntegrityFinding;
 use crate::isolation::IsolationLevel;
 use crate::outcome::{Captured, Status, TestOutcome};
 use crate::verdict::{InfraCause, Official};
@@ -30,6 +31,11 @@ pub struct SampleRecord {
     pub infra: Option<InfraCause>,
     /// Every test of the class, in the order they ran.
     pub tests: Vec<TestOutcome>,
+    /// What the code did to its tests instead of passing them (a skip, a patch, a test that
+    /// ended early...): a sample with any is `fail`, unless judged as officially
+    /// (`--gamed-as-official`). Absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub integrity: Vec<IntegrityFinding>,
     /// Seconds from sending the job to its verdict.
     pub wall_seconds: f64,
     /// CPU seconds of the job's tree, where measured.

@@ -39,6 +39,15 @@ pub struct BudgetsSaved {
     pub seconds: f64,
 }
 
+/// Samples that gamed their tests: a verdict decided by integrity (each sample's `integrity`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gamed {
+    /// Samples with any finding.
+    pub samples: usize,
+    /// Samples per kind of finding (`skipped`, `tampered`...; a sample counts once per kind).
+    pub by_kind: BTreeMap<String, usize>,
+}
+
 /// What an evaluation came to (`summary.json` of `eval` and `run`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalSummary {
@@ -57,6 +66,10 @@ pub struct EvalSummary {
     pub official: BTreeMap<String, usize>,
     /// Samples the environment decided, by task, with the cause.
     pub infra: BTreeMap<String, String>,
+    /// Samples that gamed their tests instead of passing them; absent from summaries of
+    /// older versions.
+    #[serde(default)]
+    pub gamed: Gamed,
     /// The slowest samples: (task, seconds, status).
     pub slowest: Vec<Slow>,
     /// The reference solutions here.

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use assay_records::{Captured, IsolationLevel, Status, TestOutcome};
+use assay_records::{Captured, IntegrityFinding, IsolationLevel, Status, TestOutcome};
 
 /// Resources a job used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -51,8 +51,9 @@ pub struct UnittestOutcome {
     /// The exception that stopped the code before its tests ran (status `error`), or that
     /// escaped the test run.
     pub error: Option<PyError>,
-    /// Parts of `unittest` the code replaced; never empty when the status says so.
-    pub tampered: Vec<String>,
+    /// What the code did to its tests instead of passing them: a verdict these decided is
+    /// `fail` (or the module's `error`), its reason the first of them.
+    pub integrity: Vec<IntegrityFinding>,
     /// Whether the job delivered its final summary. False when the process died, was killed
     /// or garbled its results: what the official harness, which waits for a summary it never
     /// gets, reports as a timeout.

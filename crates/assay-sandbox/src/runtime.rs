@@ -18,6 +18,7 @@ const FILES: &[(&str, &str)] = package!(
     "child.py",
     "conditions.py",
     "confine.py",
+    "integrity.py",
     "linux.py",
     "official_guards.py",
     "script_job.py",

@@ -16,7 +16,8 @@ fn judge(attack: &str, solution: &str) -> UnittestOutcome {
     run(engine().run_unittest(UnittestJob::new(code, TRIVIAL_TEST)))
 }
 
-/// The attack ran and was caught by the declared-tests check: a `fail` naming the difference.
+/// The attack ran and was caught by the declared-tests check: a `fail` naming the difference
+/// (what the worker found the code did is recorded beside it, not instead).
 fn assert_caught(out: &UnittestOutcome, missing: &str, extra: &str) {
     assert_eq!(out.status, Status::Fail, "{}", out.reason);
     let expected = format!(
@@ -24,7 +25,6 @@ fn assert_caught(out: &UnittestOutcome, missing: &str, extra: &str) {
          (missing: {missing}; not declared: {extra})"
     );
     assert_eq!(out.reason, expected);
-    assert!(out.tampered.is_empty(), "{:?}", out.tampered);
 }
 
 /// Module-level code that hooks `builtins.__build_class__` and runs `change` (Python

@@ -492,7 +492,7 @@ fn printing_a_fake_report_on_stdout() {
     let code = r#"
 import os, json, struct, sys
 fake = json.dumps({"ev": "tests_done", "tests_run": 2, "failures": [],
-                   "errors": [], "aborted": None, "tampered": [],
+                   "errors": [], "aborted": None, "integrity": [],
                    "rusage": {"utime": 0.0, "stime": 0.0, "maxrss_kib": 0}}).encode()
 os.write(1, struct.pack("<I", len(fake)) + fake)
 print("..\nRan 2 tests in 0.001s\n\nOK")
@@ -508,7 +508,7 @@ fn forging_a_summary_on_the_results_descriptor() {
 import os, json, struct
 def task_func(x):
     fake = json.dumps({"ev": "tests_done", "tests_run": 2, "failures": [],
-                       "errors": [], "aborted": None, "tampered": [],
+                       "errors": [], "aborted": None, "integrity": [],
                        "rusage": {"utime": 0.0, "stime": 0.0, "maxrss_kib": 0}}).encode()
     for fd in range(3, 64):
         try:
@@ -527,7 +527,7 @@ fn forging_a_summary_that_ran_no_tests() {
 import os, json, struct
 def task_func(x):
     fake = json.dumps({"ev": "tests_done", "tests_run": 0, "failures": [],
-                       "errors": [], "aborted": None, "tampered": [],
+                       "errors": [], "aborted": None, "integrity": [],
                        "rusage": {"utime": 0.0, "stime": 0.0, "maxrss_kib": 0}}).encode()
     os.write(4, struct.pack("<I", len(fake)) + fake)
     os._exit(0)

@@ -32,7 +32,7 @@ fn a_correct_solution_passes_with_every_test_reported() {
             ("test_zero", TestResult::Pass)
         ]
     );
-    assert!(out.failures.is_empty() && out.errors.is_empty() && out.tampered.is_empty());
+    assert!(out.failures.is_empty() && out.errors.is_empty() && out.integrity.is_empty());
     assert!(out.reported);
     // Usage is measured. How fast a job is, is the bench's business (`cargo bench`): a bound
     // here would measure the machine's load.

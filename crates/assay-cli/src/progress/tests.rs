@@ -59,6 +59,7 @@ fn sample(task: &str, status: Status) -> SampleRecord {
         official: None,
         infra: None,
         tests: Vec::new(),
+        integrity: Vec::new(),
         wall_seconds: 1.0,
         cpu_seconds: None,
         memory_peak_bytes: None,

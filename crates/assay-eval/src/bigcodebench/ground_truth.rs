@@ -226,6 +226,7 @@ impl References {
                 limits: reference_limits(),
                 test_budgets: Default::default(),
                 guards: self.guards,
+                gamed_as_official: false,
                 note: None,
             };
             let (engine, environment, done) = (engine.clone(), environment.clone(), done.clone());
@@ -305,6 +306,7 @@ mod tests {
             time: assay_records::TimePolicy::DEFAULT,
             network: false,
             guards: true,
+            gamed_as_official: false,
         };
         let conditions = Conditions::default();
         let mut identity = cache_identity("c6fa81716b54c153", "env-1", &options, conditions);

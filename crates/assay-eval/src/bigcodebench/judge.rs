@@ -11,7 +11,7 @@ use assay_tasks::bigcodebench::Task;
 
 use super::options::Options;
 
-use super::verdict::{infra_cause, official, Environment};
+use super::verdict::{as_official, infra_cause, official, Environment};
 
 /// A short digest of a program: records name what they executed.
 pub fn digest(program: &str) -> String {
@@ -35,6 +35,8 @@ pub(crate) struct Job {
     /// Budgets of single tests (none: the job's limit alone).
     pub test_budgets: BTreeMap<String, TestBudget>,
     pub guards: bool,
+    /// See `Options::gamed_as_official`.
+    pub gamed_as_official: bool,
     /// Why the answer is empty, when the model gave none: said first in the verdict's reason.
     pub note: Option<String>,
 }
@@ -59,6 +61,7 @@ impl Job {
             limits: options.limits.clone(),
             test_budgets: Default::default(),
             guards: options.guards,
+            gamed_as_official: options.gamed_as_official,
             note: None,
         }
     }
@@ -77,7 +80,10 @@ pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) 
     unittest.limits = Some(job.limits);
     unittest.test_budgets = job.test_budgets;
     unittest.guards = job.guards;
-    let outcome = engine.run_unittest(unittest).await;
+    let mut outcome = engine.run_unittest(unittest).await;
+    if job.gamed_as_official {
+        as_official(&mut outcome);
+    }
     let infra = infra_cause(&outcome, environment);
     SampleRecord {
         index: job.index,
@@ -104,6 +110,7 @@ pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) 
         },
         infra,
         tests: outcome.tests,
+        integrity: outcome.integrity,
         wall_seconds: outcome.usage.wall.as_secs_f64(),
         cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
         memory_peak_bytes: outcome.usage.memory_peak_bytes,
@@ -131,6 +138,7 @@ pub(crate) fn no_answer(
         official: None,
         infra: Some(cause),
         tests: Vec::new(),
+        integrity: Vec::new(),
         wall_seconds: 0.0,
         cpu_seconds: None,
         memory_peak_bytes: None,

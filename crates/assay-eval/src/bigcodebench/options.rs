@@ -19,6 +19,10 @@ pub struct Options {
     /// The official harness's process guards (see `UnittestJob::guards`): on by default, for
     /// the official verdicts.
     pub guards: bool,
+    /// Judge samples that gamed their tests (an integrity finding) as the official harness
+    /// does, from unittest's failures and errors alone: for exact parity studies. Off by
+    /// default: such a sample is `fail`.
+    pub gamed_as_official: bool,
 }
 
 /// The main-thread stack every job gets: the official harness sets 10 MiB.

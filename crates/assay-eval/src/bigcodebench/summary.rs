@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use assay_records::{
-    BudgetsSaved, EvalSummary, GroundTruthSummary, SampleRecord, Scores, Slow, Status, TimePolicy,
-    OFFICIAL_TIMEOUT_SECONDS,
+    BudgetsSaved, EvalSummary, Gamed, GroundTruthSummary, SampleRecord, Scores, Slow, Status,
+    TimePolicy, OFFICIAL_TIMEOUT_SECONDS,
 };
 use assay_score::{pass_at_ks, TaskTally, DEFAULT_KS};
 use assay_tasks::bigcodebench::Dataset;
@@ -65,8 +65,16 @@ pub fn summarize(
     let mut officials = BTreeMap::new();
     let mut infra = BTreeMap::new();
     let mut seen = BTreeSet::new();
+    let mut gamed = Gamed::default();
     for result in results.values() {
         seen.insert(result.task_id.as_str());
+        if !result.integrity.is_empty() {
+            gamed.samples += 1;
+            let kinds: BTreeSet<&str> = result.integrity.iter().map(|f| f.kind.as_str()).collect();
+            for kind in kinds {
+                *gamed.by_kind.entry(kind.to_string()).or_insert(0) += 1;
+            }
+        }
         *statuses.entry(result.status.to_string()).or_insert(0) += 1;
         match &result.official {
             Some(verdict) => {
@@ -106,6 +114,7 @@ pub fn summarize(
         statuses,
         official: officials,
         infra,
+        gamed,
         slowest,
         ground_truth,
         time_policy,
@@ -137,6 +146,7 @@ mod tests {
             official: status.map(|s| Official::new(s, Vec::new())),
             infra: None,
             tests: Vec::new(),
+            integrity: Vec::new(),
             wall_seconds: 0.0,
             cpu_seconds: None,
             memory_peak_bytes: None,

@@ -52,6 +52,20 @@ pub fn official(outcome: &UnittestOutcome) -> Option<Official> {
     })
 }
 
+/// Judges a sample that gamed its tests as the official harness would: from the failures and
+/// errors unittest recorded alone (`--gamed-as-official`). Its findings stay in the record.
+pub fn as_official(outcome: &mut UnittestOutcome) {
+    let clean = outcome.failures.is_empty() && outcome.errors.is_empty() && outcome.error.is_none();
+    if outcome.status == Status::Fail && outcome.reported && !outcome.integrity.is_empty() && clean
+    {
+        outcome.status = Status::Pass;
+        outcome.reason = format!(
+            "no test failed, as the official harness counts (judged as officially; {})",
+            outcome.reason
+        );
+    }
+}
+
 /// What the environment is missing, as far as classification goes.
 #[derive(Debug, Clone, Default)]
 pub struct Environment {
@@ -145,7 +159,7 @@ mod tests {
             failures: Vec::new(),
             errors: Vec::new(),
             error: None,
-            tampered: Vec::new(),
+            integrity: Vec::new(),
             reported: true,
             stdout: Captured::default(),
             stderr: Captured::default(),

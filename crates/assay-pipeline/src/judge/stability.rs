@@ -301,6 +301,7 @@ mod tests {
             }),
             infra: None,
             tests: Vec::new(),
+            integrity: Vec::new(),
             wall_seconds: 1.0,
             cpu_seconds: None,
             memory_peak_bytes: None,

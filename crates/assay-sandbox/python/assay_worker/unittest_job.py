@@ -15,11 +15,11 @@ Differences, both deliberate: the swallowed text is forwarded to the job's stdou
 by the supervisor) instead of accumulating in memory, and the time limit is enforced from
 outside the process instead of by SIGALRM.
 
-Because code and tests share one interpreter (the benchmark's definition), the code can reach
-the test machinery. This module makes the usual cheats fail loudly instead of passing: it
-snapshots unittest's classes and functions before the code runs and reports any that changed
-("tampered"); it streams one event per test as it finishes, so an early ``os._exit`` leaves
-tests without verdicts; and results travel on their own descriptor, never on stdout.
+Differences that only decide verdicts the code earned by gaming its tests: the answer and the
+test source are compiled apart (the same line numbers and ``__future__`` features), the test
+bodies with a witness, so that a pass means every test ran its own body to its end
+(``integrity.py``); one event is streamed per test as it finishes, so an early ``os._exit``
+leaves tests without verdicts; and results travel on their own descriptor, never on stdout.
 """
 
 import builtins
@@ -38,12 +38,12 @@ from unittest import loader as _loader
 from unittest import result as _result
 from unittest import suite as _suite
 
+from . import integrity as _integrity
 from . import official_guards
 
 DETAIL_CAP = 64 << 10
-_MISSING = object()
 _RANK = {"pass": 0, "skip": 0, "xfail": 0, "xpass": 0, "fail": 1, "error": 2}
-# Test-class attributes that decide what a test does.
+# Test-class attributes that decide what a test does (watched once the class exists).
 _TEST_HOOKS = ("setUp", "tearDown", "setUpClass", "tearDownClass", "run", "__call__", "debug")
 
 
@@ -162,64 +162,14 @@ def _patch_subprocess():
     return undo
 
 
-def _watched(value):
-    return callable(value) or isinstance(value, (staticmethod, classmethod, property))
-
-
-class Integrity:
-    """Identity snapshot of everything in unittest that decides a verdict."""
-
-    MODULES = ("unittest", "unittest.case", "unittest.result", "unittest.suite", "unittest.loader")
-
-    def __init__(self, *extra_classes):
-        self._owners = []
-        for owner in (unittest, _case, _result, _suite, _loader, _case.TestCase,
-                      _case._Outcome, _result.TestResult, _suite.BaseTestSuite,
-                      _suite.TestSuite, _loader.TestLoader, *extra_classes):
-            self.watch(owner)
-        self._modules = {name: sys.modules.get(name) for name in self.MODULES}
-        self.found = []
-
-    def watch(self, owner, names=None):
-        snapshot = {k: v for k, v in vars(owner).items()
-                    if _watched(v) and (names is None or k in names)}
-        self._owners.append((owner, snapshot, names is None))
-
-    def check(self):
-        """Records (once each) the names that differ from the snapshot; returns all so far."""
-        for owner, snapshot, whole in self._owners:
-            current = vars(owner)
-            label = getattr(owner, "__qualname__", getattr(owner, "__name__", None))
-            label = label or f"{type(owner).__name__} instance"
-            for name, value in snapshot.items():
-                if current.get(name, _MISSING) is not value:
-                    self._note(f"{label}.{name}")
-            if whole:
-                for name in current.keys() - snapshot.keys():
-                    value = current[name]
-                    # unittest itself keeps classes on its result object (_previousTestClass);
-                    # functions appearing on a class or an instance are patches.
-                    if _watched(value) and not (not isinstance(owner, type)
-                                                and isinstance(value, type)):
-                        self._note(f"{label}.{name} (added)")
-        for name, module in self._modules.items():
-            if sys.modules.get(name) is not module:
-                self._note(f"sys.modules[{name!r}]")
-        return self.found
-
-    def _note(self, what):
-        if what not in self.found:
-            self.found.append(what)
-
-
 class Recorder(_result.TestResult):
     """A TestResult (so tracebacks are formatted exactly as the official harness's) that also
     streams one event per test and keeps its own copy of every issue."""
 
-    def __init__(self, emit, integrity):
+    def __init__(self, emit, witness):
         super().__init__()
         self._emit = emit
-        self._integrity = integrity
+        self._witness = witness
         self._current = None
         self.issues_failures = []
         self.issues_errors = []
@@ -238,17 +188,20 @@ class Recorder(_result.TestResult):
         # The supervisor starts the test's own clock, if it has a budget, on this frame.
         self._emit({"ev": "test_start", "name": test_key(test)})
         self._current = {"outcome": None, "detail": None, "started": time.perf_counter()}
+        self._witness.start(test, test_key(test))
 
     def stopTest(self, test):
         super().stopTest(test)
         current, self._current = self._current, None
-        self._integrity.check()
+        ended = self._witness.ended
+        self._witness.stop()
         self._emit({
             "ev": "test",
             "name": test_key(test),
             "outcome": current["outcome"] or "error",
             "detail": cap(current["detail"] or ("" if current["outcome"] else "no outcome")),
             "seconds": time.perf_counter() - current["started"],
+            "ended": ended,
         })
 
     def addSuccess(self, test):
@@ -329,15 +282,16 @@ def rehearse():
     import json
 
     saved = builtins.exit, builtins.quit
-    run(_REHEARSAL, lambda event: json.dumps(event), _REHEARSAL_MODULE)
+    run(_REHEARSAL, lambda event: json.dumps(event), _REHEARSAL_MODULE, watch=False)
     sys.modules.pop(_REHEARSAL_MODULE, None)
     builtins.exit, builtins.quit = saved
 
 
-def run(spec, emit, module_name="__test__"):
-    """Runs ``spec``'s code and tests in a fresh module named ``module_name``."""
+def run(spec, emit, module_name="__test__", watch=True):
+    """Runs ``spec``'s code and tests in a fresh module named ``module_name``; ``watch``
+    installs the audit hook (not while rehearsing: it would outlive the rehearsal)."""
     # Everything below is captured before the code can touch it.
-    integrity = Integrity(Recorder)
+    snapshot = _integrity.Snapshot(Recorder)
     loader_class, suite_run = _loader.TestLoader, _suite.TestSuite.run
     _official_guard()
     if spec["guards"]:
@@ -353,36 +307,53 @@ def run(spec, emit, module_name="__test__"):
     saved_streams = sys.stdout, sys.stderr, sys.stdin
     sys.stdout = sys.stderr = sys.stdin = stream
     undo_subprocess = _patch_subprocess()
+    witness = None
     try:
         try:
-            exec(compile(spec["code"] + "\n" + spec["test"], filename, "exec"), module.__dict__)
+            compiled = _integrity.Compiled(spec["code"], spec["test"], filename)
+            witness = _integrity.Witness(compiled, snapshot, emit)
+            if watch:
+                # For the rest of the job process's life: an audit hook cannot be removed.
+                sys.addaudithook(witness.audit)
+            exec(compiled.code, module.__dict__)
+            # The answer's module ran; the test source's own module code comes next, with the
+            # witness its bodies call.
+            witness.check()
+            witness.install(module.__dict__)
+            exec(compiled.test, module.__dict__)
             sys.modules[name] = module
             test_class = getattr(module, spec["test_class"])
             suite = loader_class().loadTestsFromTestCase(test_class)
         except BaseException as e:  # noqa: BLE001 - the official harness catches everything
             flush_streams()
+            if witness is not None:
+                witness.check()
             emit({"ev": "module_error", "error": describe(e, own_frames=1),
-                  "tampered": integrity.check(), "rusage": rusage()})
+                  "integrity": witness.findings if witness is not None else [],
+                  "rusage": rusage()})
             return
-        integrity.watch(test_class, [n for n in vars(test_class)
-                                     if n.startswith("test") or n in _TEST_HOOKS])
-        emit({"ev": "loaded", "tests": [test_key(t) for t in suite]})
-        recorder = Recorder(emit, integrity)
+        snapshot.watch(test_class, [n for n in vars(test_class)
+                                    if n.startswith("test") or n in _TEST_HOOKS])
+        names = [test_key(t) for t in suite]
+        witness.altered_methods(test_class, names)
+        emit({"ev": "loaded", "tests": names})
+        recorder = Recorder(emit, witness)
         # Its methods live on the class (watched); one set on the instance is a patch.
-        integrity.watch(recorder)
+        snapshot.watch(recorder)
         aborted = None
         try:
             suite_run(suite, recorder)
         except BaseException as e:  # noqa: BLE001 - e.g. KeyboardInterrupt escapes unittest
             aborted = describe(e, own_frames=1)
         flush_streams()
+        witness.check()
         emit({
             "ev": "tests_done",
             "tests_run": recorder.testsRun,
             "failures": recorder.issues_failures,
             "errors": recorder.issues_errors,
             "aborted": aborted,
-            "tampered": integrity.check(),
+            "integrity": witness.findings,
             "rusage": rusage(),
         })
     finally:

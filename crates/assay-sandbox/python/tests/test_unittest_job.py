@@ -17,6 +17,11 @@ class TestCases(unittest.TestCase):
 """
 
 
+def found(final):
+    """What a final frame's integrity findings name."""
+    return [f["what"] for f in final["integrity"]]
+
+
 def run(code, test=TESTS, **extra):
     spec = {"code": code, "test": test, "test_class": "TestCases", "guards": False, **extra}
     events, _ = in_child(unittest_job.run, spec)
@@ -33,7 +38,9 @@ class UnittestJobTest(unittest.TestCase):
         self.assertEqual([t["outcome"] for t in ev["test"]], ["pass", "pass"])
         done = ev["tests_done"][0]
         self.assertEqual(done["tests_run"], 2)
-        self.assertEqual((done["failures"], done["errors"], done["tampered"]), ([], [], []))
+        self.assertEqual((done["failures"], done["errors"], done["integrity"]), ([], [], []))
+        self.assertEqual([b["name"] for b in ev["body_done"]], ["test_a_zero", "test_b_double"])
+        self.assertEqual([t["ended"] for t in ev["test"]], [None, None])
 
     def test_a_skip_reason_of_any_type_is_reported_as_text(self):
         test = TESTS.replace("    def test_a_zero(self):",
@@ -125,14 +132,12 @@ class TestCases(unittest.TestCase):
             "unittest.TestCase.assertEqual = lambda self, *a, **k: None\n"
         )
         done = run("def task_func(x):\n    return 0\n" + cheat.split(PASSING)[1])["tests_done"][0]
-        self.assertIn("TestCase.assertEqual", done["tampered"])
+        self.assertIn("TestCase.assertEqual", found(done))
         added = "import unittest\nunittest.TestCase.__getattribute__ = object.__getattribute__\n"
-        tampered = run(PASSING + added)["tests_done"][0]["tampered"]
-        self.assertTrue(any("added" in t for t in tampered))
+        self.assertTrue(any("added" in t for t in found(run(PASSING + added)["tests_done"][0])))
         swap = "import sys, types\nsys.modules['unittest'] = types.ModuleType('unittest')\n"
         # The emptied module fails the test source's own import: a module error, still reported.
-        tampered = run(PASSING + swap)["module_error"][0]["tampered"]
-        self.assertIn("sys.modules['unittest']", tampered)
+        self.assertIn("sys.modules['unittest']", found(run(PASSING + swap)["module_error"][0]))
 
     def test_tampering_from_inside_a_test_is_caught(self):
         code = (
@@ -141,8 +146,46 @@ class TestCases(unittest.TestCase):
             "    sys.modules['__test__'].TestCases.test_b_double = lambda self: None\n"
             "    return 0\n"
         )
+        ev = run(code)
+        self.assertTrue(any("test_b_double" in t for t in found(ev["tests_done"][0])),
+                        ev["tests_done"][0]["integrity"])
+        # test_a_zero's own body ran to its end; test_b_double's did too (the class attribute
+        # was replaced after unittest bound the method), test_a_zero's run replaced nothing.
+        self.assertIn("test_a_zero", [b["name"] for b in ev["body_done"]])
+
+    def test_a_body_ended_by_the_answer_sends_no_body_done_and_says_how(self):
+        code = "import unittest\ndef task_func(x):\n    raise unittest.SkipTest('no')\n"
+        ev = run(code)
+        self.assertNotIn("body_done", ev)
+        self.assertEqual([t["outcome"] for t in ev["test"]], ["skip", "skip"])
+        self.assertEqual(ev["test"][0]["ended"], {"type": "SkipTest", "raised_in": "task_func"})
+
+    def test_the_witness_refuses_a_call_from_other_code(self):
+        code = "def task_func(x):\n    __assay_done__()\n    return 2 * x\n"
+        ev = run(code)
+        self.assertEqual([b["name"] for b in ev["body_done"]], ["test_a_zero", "test_b_double"])
+        kinds = {f["kind"] for f in ev["tests_done"][0]["integrity"]}
+        self.assertEqual(kinds, {"forged"})
+
+    def test_tracebacks_and_line_numbers_are_the_official_ones(self):
+        code = "def task_func(x):\n    return 3 * x\n"
         done = run(code)["tests_done"][0]
-        self.assertTrue(any("test_b_double" in t for t in done["tampered"]), done["tampered"])
+        # ``code + "\n" + test``: the answer's 2 lines, the joining newline, then the test's
+        # own lines (the assertion of test_b_double is its 6th).
+        self.assertIn('File "__test__.py", line 9, in test_b_double', done["failures"][0][1])
+        self.assertNotIn("__assay", done["failures"][0][1])
+
+    def test_an_equality_the_expected_value_does_not_share_is_found(self):
+        code = ("class Anything:\n    def __eq__(self, other):\n        return True\n"
+                "def task_func(x):\n    return Anything()\n")
+        ev = run(code)
+        self.assertEqual([t["outcome"] for t in ev["test"]], ["pass", "pass"])
+        kinds = [f["kind"] for f in ev["tests_done"][0]["integrity"]]
+        self.assertEqual(kinds, ["equality", "equality"])
+        honest = ("class Doubled(int):\n    def __eq__(self, other):\n"
+                  "        return int(self) == other\n    __hash__ = int.__hash__\n"
+                  "def task_func(x):\n    return Doubled(2 * x)\n")
+        self.assertEqual(run(honest)["tests_done"][0]["integrity"], [])
 
     def test_an_escaping_keyboard_interrupt_aborts_the_run(self):
         code = "def task_func(x):\n    raise KeyboardInterrupt\n"

@@ -1,7 +1,7 @@
 //! A unittest job's frames read into its verdict: which tests ran, how each ended, and whether
 //! the report can be believed.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use super::{encode_files, infra, Ran, UnittestJob};
@@ -12,9 +12,11 @@ use crate::drive::{ending, Aftermath, End, Ending, Read};
 use crate::engine::Engine;
 use crate::meter::CpuMeter;
 use crate::outcome::{PyError, UnittestOutcome, Usage};
-use crate::protocol::job::{Control, ErrorFrame, Event, Outcome, TestsDone};
+use crate::protocol::job::{Control, Ended, ErrorFrame, Event, Finding, Outcome, TestsDone};
+use assay_records::integrity;
 use assay_records::Captured;
 use assay_records::IsolationLevel;
+use assay_records::{IntegrityFinding, IntegrityKind};
 use assay_records::{Status, TestBudget, TestOutcome, TestResult};
 
 fn is_memory_error(traceback: &str) -> bool {
@@ -32,9 +34,15 @@ struct TestLog {
     declared: Option<Vec<String>>,
     loaded: Option<Vec<String>>,
     tests: Vec<TestOutcome>,
-    /// A class-level fixture skipped (`SkipTest` in `setUpClass`): its tests never start, and
-    /// the official harness counts that as passing.
+    /// A class-level fixture skipped (`SkipTest` in `setUpClass`): its tests never start (the
+    /// official harness counts that as passing; assay, as the code's doing).
     fixture_skipped: bool,
+    /// The test running now (between its `test_start` and its `test`).
+    running: Option<String>,
+    /// Tests whose own body ran to its end (the witness's `body_done`).
+    bodies_done: HashSet<String>,
+    /// For tests whose body an exception ended: which, and from where.
+    ended: HashMap<String, Ended>,
     /// Budgets of single tests (see `UnittestJob::test_budgets`).
     budgets: BTreeMap<String, TestBudget>,
     /// The job's CPU time when the test now running started.
@@ -45,6 +53,7 @@ impl TestLog {
     fn observe(&mut self, frame: &Event, meter: &CpuMeter) -> Read {
         match frame {
             Event::TestStart { name } => {
+                self.running = Some(name.clone());
                 self.cpu_at_start = meter.read();
                 match self.budgets.get(name) {
                     Some(&budget) => Read::Start(name.clone(), budget, self.cpu_at_start),
@@ -55,12 +64,24 @@ impl TestLog {
                 self.loaded = Some(tests.clone());
                 Read::On
             }
+            Event::BodyDone { name } => {
+                // Only the running test's: the witness sends it from inside its body.
+                if self.running.as_ref() == Some(name) {
+                    self.bodies_done.insert(name.clone());
+                }
+                Read::On
+            }
             Event::Test {
                 name,
                 outcome,
                 detail,
                 seconds,
+                ended,
             } => {
+                self.running = None;
+                if let Some(ended) = ended {
+                    self.ended.insert(name.clone(), ended.clone());
+                }
                 self.tests.push(TestOutcome {
                     name: name.clone(),
                     result: (*outcome).into(),
@@ -85,37 +106,84 @@ impl TestLog {
         }
     }
 
-    /// Tests that did not report a passing outcome (pass, skip, expected failure, unexpected
-    /// success): failed, errored, or never reported at all. The summary's failure lists come
-    /// from the same process as the code, so they are not taken on trust alone.
+    /// Tests that did not report a pass: failed, errored, ended otherwise (a skip in
+    /// `tearDown`), or never reported at all. The summary's failure lists come from the same
+    /// process as the code, so they are not taken on trust alone.
     fn unaccounted(&self) -> Vec<String> {
-        let passing = |t: &&TestOutcome| {
-            matches!(
-                t.result,
-                TestResult::Pass
-                    | TestResult::Skip
-                    | TestResult::ExpectedFailure
-                    | TestResult::UnexpectedSuccess
-            )
-        };
         let passed: HashSet<&str> = self
             .tests
             .iter()
-            .filter(passing)
+            .filter(|t| t.result == TestResult::Pass)
             .map(|t| t.name.as_str())
             .collect();
-        let reported: HashSet<&str> = self.tests.iter().map(|t| t.name.as_str()).collect();
         self.loaded
             .iter()
             .flatten()
-            .filter(|name| {
-                // A test a skipped class fixture kept from starting is accounted for.
-                let skipped_with_its_class =
-                    self.fixture_skipped && !reported.contains(name.as_str());
-                !passed.contains(name.as_str()) && !skipped_with_its_class
-            })
+            .filter(|name| !passed.contains(name.as_str()))
             .cloned()
             .collect()
+    }
+
+    /// Tests that unittest counts as passing although their own body did not run to its end,
+    /// in the order they were loaded: a skip, an outcome swallowed, a body never run. A pass is
+    /// earned only by a body that sent `body_done` (the official harness counts all of these
+    /// as passes; none of BigCodeBench's tests skips or expects a failure).
+    ///
+    /// Only a test source whose `def test...` methods the supervisor could read has a witness
+    /// in every test; in one it could not (tests a decorator makes), only skips are unearned.
+    fn unearned(&self) -> Vec<IntegrityFinding> {
+        let witnessed = self.declared.is_some();
+        let reported: HashMap<&str, &TestOutcome> =
+            self.tests.iter().map(|t| (t.name.as_str(), t)).collect();
+        let mut found = Vec::new();
+        for name in self.loaded.iter().flatten() {
+            let result = reported.get(name.as_str()).map(|t| t.result);
+            if self.bodies_done.contains(name) {
+                // A body that reached its end passing, after a part of it (a subtest) ended
+                // by an exception unittest swallowed.
+                if let (Some(TestResult::Pass), Some(ended)) = (result, self.ended.get(name)) {
+                    found.push(IntegrityFinding {
+                        kind: IntegrityKind::EndedEarly,
+                        test: Some(name.clone()),
+                        what: format!("{ended} in a subtest"),
+                    });
+                }
+                continue;
+            }
+            if !witnessed && result != Some(TestResult::Skip) {
+                continue;
+            }
+            let ended = self.ended.get(name);
+            let (kind, what) = match result {
+                Some(TestResult::Skip) => (
+                    IntegrityKind::Skipped,
+                    ended.map_or_else(|| "skipped before its body ran".into(), Ended::to_string),
+                ),
+                Some(
+                    result @ (TestResult::Pass
+                    | TestResult::ExpectedFailure
+                    | TestResult::UnexpectedSuccess),
+                ) => match ended {
+                    Some(ended) => (IntegrityKind::EndedEarly, ended.to_string()),
+                    None => (
+                        IntegrityKind::NotRun,
+                        format!("unittest recorded `{}`", result.as_str()),
+                    ),
+                },
+                None if self.fixture_skipped => (
+                    IntegrityKind::Skipped,
+                    "its class fixture (setUpClass) skipped".into(),
+                ),
+                // Failed, errored, or never reported: not a pass anyway.
+                _ => continue,
+            };
+            found.push(IntegrityFinding {
+                kind,
+                test: Some(name.clone()),
+                what,
+            });
+        }
+        found
     }
 
     /// The reported tests plus, for tests that never reported, `crashed` for the first (the
@@ -180,7 +248,7 @@ enum UnittestReport<'a> {
     /// The module raised before its tests ran.
     Module {
         error: &'a ErrorFrame,
-        tampered: &'a [String],
+        integrity: &'a [Finding],
     },
     /// The tests ran.
     Tests(&'a TestsDone),
@@ -190,8 +258,8 @@ impl<'a> UnittestReport<'a> {
     fn of(frame: &'a Event) -> Option<Self> {
         match frame {
             Event::ModuleError {
-                error, tampered, ..
-            } => Some(UnittestReport::Module { error, tampered }),
+                error, integrity, ..
+            } => Some(UnittestReport::Module { error, integrity }),
             Event::TestsDone(done) => Some(UnittestReport::Tests(done)),
             _ => None,
         }
@@ -243,8 +311,8 @@ impl UnittestRun {
             }
         };
         let done = match done {
-            UnittestReport::Module { error, tampered } => {
-                parts.tampered = tampered.to_vec();
+            UnittestReport::Module { error, integrity } => {
+                parts.integrity = integrity.iter().cloned().map(Into::into).collect();
                 let status = if error.name == "MemoryError" {
                     Status::Oom
                 } else {
@@ -256,19 +324,13 @@ impl UnittestRun {
             }
             UnittestReport::Tests(done) => done,
         };
-        parts.tampered = done.tampered.clone();
+        parts.integrity = done.integrity.iter().cloned().map(Into::into).collect();
+        parts.integrity.extend(progress.unearned());
         parts.failures = done.failures.clone();
         parts.errors = done.errors.clone();
         parts.error = done.aborted.clone().map(Into::into);
         let tests = progress.all_tests(None);
         let total = progress.loaded.as_ref().map_or(0, Vec::len);
-        if !parts.tampered.is_empty() {
-            let reason = format!(
-                "the code tampered with unittest: {}",
-                parts.tampered.join(", ")
-            );
-            return (Status::Fail, reason, tests, parts);
-        }
         if let Some((missing, extra)) = progress.undeclared() {
             let list = |names: &[&str]| match names {
                 [] => "none".to_string(),
@@ -280,6 +342,9 @@ impl UnittestRun {
                 list(&missing),
                 list(&extra)
             );
+            return (Status::Fail, reason, tests, parts);
+        }
+        if let Some(reason) = integrity::reason(&parts.integrity) {
             return (Status::Fail, reason, tests, parts);
         }
         if !progress.consistent(done.tests_run) {
@@ -339,7 +404,7 @@ struct UnittestParts {
     failures: Vec<(String, String)>,
     errors: Vec<(String, String)>,
     error: Option<PyError>,
-    tampered: Vec<String>,
+    integrity: Vec<IntegrityFinding>,
 }
 
 fn unittest_outcome(status: Status, reason: String) -> UnittestOutcome {
@@ -350,7 +415,7 @@ fn unittest_outcome(status: Status, reason: String) -> UnittestOutcome {
         failures: Vec::new(),
         errors: Vec::new(),
         error: None,
-        tampered: Vec::new(),
+        integrity: Vec::new(),
         reported: false,
         stdout: Captured::default(),
         stderr: Captured::default(),
@@ -419,7 +484,7 @@ impl Engine {
             failures: parts.failures,
             errors: parts.errors,
             error: parts.error,
-            tampered: parts.tampered,
+            integrity: parts.integrity,
             reported,
             stdout: streams.out.take(),
             stderr: streams.err.take(),

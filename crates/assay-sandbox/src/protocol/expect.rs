@@ -161,11 +161,13 @@ fn running(kind: Kind, loaded: bool, event: &Event) -> Option<Phase> {
             Some(Phase::Running { kind, loaded: true })
         }
         (Kind::Unittest, Event::ModuleError { .. }) if !loaded => Some(Phase::Over),
-        (Kind::Unittest, Event::TestStart { .. } | Event::Test { .. } | Event::Fixture { .. })
-            if loaded =>
-        {
-            Some(stay)
-        }
+        (
+            Kind::Unittest,
+            Event::TestStart { .. }
+            | Event::BodyDone { .. }
+            | Event::Test { .. }
+            | Event::Fixture { .. },
+        ) if loaded => Some(stay),
         (Kind::Unittest, Event::TestsDone(_)) if loaded => Some(Phase::Over),
         (Kind::Script, Event::ScriptDone { .. }) => Some(Phase::Over),
         _ => None,
@@ -196,6 +198,7 @@ mod tests {
             outcome: Outcome::Pass,
             detail: String::new(),
             seconds: 0.0,
+            ended: None,
         }
     }
 
@@ -205,7 +208,7 @@ mod tests {
             failures: vec![],
             errors: vec![],
             aborted: None,
-            tampered: vec![],
+            integrity: vec![],
             rusage: Rusage::default(),
         })
     }
@@ -272,7 +275,7 @@ mod tests {
                 message: String::new(),
                 traceback: String::new(),
             },
-            tampered: vec![],
+            integrity: vec![],
             rusage: Rusage::default(),
         };
         assert!(expect.admit(&module_error).is_err(), "not after loaded");

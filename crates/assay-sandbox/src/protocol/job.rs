@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::Rusage;
 use crate::outcome::PyError;
-use assay_records::{Conditions, Layers, TestResult};
+use assay_records::{Conditions, IntegrityFinding, IntegrityKind, Layers, TestResult};
 
 /// Supervisor → job process. (Only the worker reads these, so no `deny_unknown_fields`: serde
 /// cannot apply it across the flattened `base`.)
@@ -120,6 +120,8 @@ pub(crate) enum Event {
     Loaded { tests: Vec<String> },
     /// A test starts (its own budget, if it has one, counts from here).
     TestStart { name: String },
+    /// The running test's own body ran to its end (sent by the witness compiled into it).
+    BodyDone { name: String },
     /// A test ended.
     Test {
         name: String,
@@ -127,14 +129,16 @@ pub(crate) enum Event {
         /// Its traceback or skip reason (capped).
         detail: String,
         seconds: f64,
+        /// The exception that ended its body, if one did.
+        ended: Option<Ended>,
     },
     /// A class or module fixture (`setUpClass`...) reported outside any test.
     Fixture { outcome: Outcome, detail: String },
     /// A unittest job's module raised before its tests ran (the final frame).
     ModuleError {
         error: ErrorFrame,
-        /// What the code changed in unittest's machinery.
-        tampered: Vec<String>,
+        /// What the code did to the test machinery.
+        integrity: Vec<Finding>,
         rusage: Rusage,
     },
     /// A unittest job's tests ran (the final frame).
@@ -200,8 +204,52 @@ pub(crate) struct TestsDone {
     pub errors: Vec<(String, String)>,
     /// What escaped unittest and stopped the run, if anything did.
     pub aborted: Option<ErrorFrame>,
-    pub tampered: Vec<String>,
+    /// What the code did to the test machinery.
+    pub integrity: Vec<Finding>,
     pub rusage: Rusage,
+}
+
+/// The exception that ended a test's body before its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Ended {
+    /// The type's name.
+    #[serde(rename = "type")]
+    pub name: String,
+    /// The answer's function it was raised in (the innermost in its traceback), if any.
+    pub raised_in: Option<String>,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.raised_in {
+            Some(function) => write!(f, "{} raised from {function}", self.name),
+            None => write!(f, "{} raised", self.name),
+        }
+    }
+}
+
+/// One thing the worker found the code did to the test machinery.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Finding {
+    #[cfg_attr(test, schemars(with = "String"))]
+    pub kind: IntegrityKind,
+    /// The test it happened in, if one ran.
+    pub test: Option<String>,
+    pub what: String,
+}
+
+impl From<Finding> for IntegrityFinding {
+    fn from(f: Finding) -> IntegrityFinding {
+        IntegrityFinding {
+            kind: f.kind,
+            test: f.test,
+            what: f.what,
+        }
+    }
 }
 
 /// A session cell's answer.

@@ -1,0 +1,201 @@
+//! Verdicts that cannot be gamed, as a user meets them: answers written to pass real
+//! BigCodeBench tasks without solving them, judged by `assay eval`, and the same judged as the
+//! official harness does (`--gamed-as-official`).
+
+mod common;
+
+use std::path::Path;
+
+use assay_tasks::bigcodebench::{Dataset, Subset, Task};
+use common::{assay_command, lines, text};
+use serde_json::{json, Value};
+
+/// Tasks the `test` environment runs, whose reference solutions pass there, and every attack
+/// below passes officially (task 1's tests use subtests).
+const TASKS: [u32; 2] = [1, 3];
+
+fn task(number: u32) -> Task {
+    Dataset::embedded("v0.1.4", Subset::Full)
+        .unwrap()
+        .get(&format!("BigCodeBench/{number}"))
+        .unwrap()
+        .clone()
+}
+
+/// Each way of gaming the tests: its name, the code appended to the answer, what the
+/// reason must say, and the kind of finding recorded.
+const ATTACKS: &[(&str, &str, &str, &str)] = &[
+    (
+        "raises SkipTest",
+        "import unittest as _u\ndef task_func(*a, **k):\n    raise _u.SkipTest('not today')\n",
+        "the code skipped its tests: SkipTest raised from task_func in test_",
+        "skipped",
+    ),
+    (
+        "calls the test's own skipTest",
+        "import sys as _s\ndef task_func(*a, **k):\n    _s._getframe(1).f_locals['self'].skipTest('no')\n",
+        "the code skipped its tests: SkipTest raised from task_func in test_",
+        "skipped",
+    ),
+    (
+        "swallows the outcome",
+        "from unittest.case import _ShouldStop\ndef task_func(*a, **k):\n    raise _ShouldStop()\n",
+        "the code ended a test early without a failure: _ShouldStop raised from task_func in ",
+        "ended-early",
+    ),
+    (
+        "replaces the bodies while the class is created",
+        "import builtins as _b\n_build = _b.__build_class__\n\
+         def _hook(func, name, *bases, **kw):\n    cls = _build(func, name, *bases, **kw)\n\
+         \x20   if name == 'TestCases':\n\
+         \x20       for n in [n for n in vars(cls) if n.startswith('test')]:\n\
+         \x20           setattr(cls, n, lambda self: None)\n    return cls\n\
+         _b.__build_class__ = _hook\ndef task_func(*a, **k):\n    return None\n",
+        "the code altered the test class: TestCases.test_",
+        "altered",
+    ),
+    (
+        "patches the assertions on the test instance",
+        "import sys as _s\n_real = task_func\ndef task_func(*a, **k):\n\
+         \x20   test = _s._getframe(1).f_locals['self']\n\
+         \x20   for n in dir(test):\n        if n.startswith('assert'):\n\
+         \x20           setattr(test, n, lambda *x, **y: None)\n    return _real(*a, **k)\n",
+        "replaced on the test instance in test_",
+        "tampered",
+    ),
+    (
+        "rewrites the assertion functions in place",
+        "import unittest as _u\n_noop = (lambda *a, **k: None).__code__\n\
+         for _n, _f in list(vars(_u.TestCase).items()):\n\
+         \x20   if _n.startswith('assert') and not _n.startswith(('assertRaises', 'assertWarns')) \
+         and getattr(_f, '__closure__', 1) is None:\n\
+         \x20       _f.__code__ = _noop\n",
+        "the code tampered with unittest: TestCase.assert",
+        "tampered",
+    ),
+];
+
+/// A correct answer that also defines `__eq__` on a class of its own.
+const OWN_EQUALITY: &str = r#"
+class _Point:
+    def __init__(self, x):
+        self.x = x
+    def __eq__(self, other):
+        return isinstance(other, _Point) and self.x == other.x
+    __hash__ = None
+assert _Point(1) == _Point(1)
+"#;
+
+fn samples(dir: &Path) -> Vec<(String, Option<usize>)> {
+    let mut rows = Vec::new();
+    let mut expected = Vec::new();
+    for number in TASKS {
+        let task = task(number);
+        let reference = task.reference_solution();
+        for (index, (_, attack, _, _)) in ATTACKS.iter().enumerate() {
+            rows.push(
+                json!({"task_id": task.task_id, "solution": format!("{reference}\n{attack}")}),
+            );
+            expected.push((task.task_id.clone(), Some(index)));
+        }
+        rows.push(json!({"task_id": task.task_id, "solution": reference}));
+        expected.push((task.task_id.clone(), None));
+        rows.push(
+            json!({"task_id": task.task_id, "solution": format!("{reference}\n{OWN_EQUALITY}")}),
+        );
+        expected.push((task.task_id.clone(), None));
+    }
+    let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
+    std::fs::write(
+        dir.join("model--bigcodebench-complete--x.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    expected
+}
+
+fn eval(dir: &Path, out: &str, extra: &[&str]) -> Value {
+    let tasks = TASKS.map(|n| format!("BigCodeBench/{n}")).join(",");
+    let mut command = assay_command(dir);
+    command.args([
+        "eval",
+        "bigcodebench",
+        "--samples",
+        "model--bigcodebench-complete--x.jsonl",
+        "--tasks",
+        &tasks,
+        "--out",
+        out,
+        "--json",
+        "--profile",
+        "test",
+        "--jobs",
+        "2",
+    ]);
+    let output = command.args(extra).output().expect("run assay");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn gamed_answers_fail_with_what_they_did_and_are_counted_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = samples(dir.path());
+    let gamed = TASKS.len() * ATTACKS.len();
+
+    let summary = eval(dir.path(), "run", &[]);
+    assert_eq!(summary["samples"], expected.len());
+    assert_eq!(summary["gamed"]["samples"], gamed, "{}", summary["gamed"]);
+    let n = TASKS.len();
+    assert_eq!(
+        summary["gamed"]["by_kind"],
+        // The replaced bodies are both altered and never run.
+        json!({"skipped": 2 * n, "ended-early": n, "altered": n, "not-run": n, "tampered": 2 * n})
+    );
+    assert_eq!(
+        summary["official"],
+        json!({"fail": gamed, "pass": expected.len() - gamed})
+    );
+    let records = lines(&dir.path().join("run/results.jsonl"));
+    assert_eq!(records.len(), expected.len());
+    for record in &records {
+        let index = record["index"].as_u64().unwrap() as usize;
+        let (task_id, attack) = &expected[index];
+        assert_eq!(record["task_id"], *task_id);
+        let reason = record["reason"].as_str().unwrap();
+        match attack {
+            Some(attack) => {
+                let (name, _, says, kind) = ATTACKS[*attack];
+                assert_eq!(record["status"], "fail", "{name} on {task_id}: {reason}");
+                assert!(reason.contains(says), "{name} on {task_id}: {reason}");
+                assert!(!reason.contains("passed"), "{reason}");
+                let kinds: Vec<&str> = record["integrity"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f["kind"].as_str().unwrap())
+                    .collect();
+                assert!(kinds.contains(&kind), "{name} on {task_id}: {kinds:?}");
+                assert_eq!(record["official"]["status"], "fail");
+            }
+            None => {
+                assert_eq!(record["status"], "pass", "{task_id}: {reason}");
+                assert!(record.get("integrity").is_none(), "{record}");
+            }
+        }
+    }
+
+    // As the official harness judges them: every gamed answer passes (it counts failures and
+    // errors only), and is still counted and named.
+    let official = eval(dir.path(), "run-official", &["--gamed-as-official"]);
+    assert_eq!(official["official"], json!({"pass": expected.len()}));
+    assert_eq!(official["gamed"]["samples"], gamed);
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("run-official/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        manifest["identity"]["gamed_as_official"], true,
+        "{manifest}"
+    );
+}
