@@ -24,7 +24,8 @@ facts a pass needs, at points the code does not control:
   and after each test; the test instance may not gain methods over its class's or change its
   equality functions while its body runs; an audit hook, which Python code cannot remove, sees
   every trace or profile function installed (one can rewrite a test's locals or jump over its
-  assertions) and every rewrite of a function's code or defaults outside the answer's own.
+  assertions) and every rewrite of the code or defaults of a function that judges (unittest's,
+  an assertion library's, the test source's).
 * **Values that claim an equality.** The two operands of each ``assert*`` call in a test body
   pass through ``__assay_seen__``: an operand whose ``__eq__``/``__ne__`` is the answer's own code
   is asked, and the other operand's own ``__eq__`` too; a claim of equality the other does not
@@ -243,6 +244,15 @@ class Snapshot:
         return found
 
 
+def _judges(function, code, compiled):
+    """Whether ``function`` takes part in a verdict: unittest's, an assertion library's
+    (``numpy.testing``, ``pandas._testing``...) or the test source's own. Libraries rewrite
+    their own functions' code at import (``types.coroutine`` does, in asyncio): not these."""
+    module = getattr(function, "__module__", None) or ""
+    return (module == "unittest" or module.startswith("unittest.") or "testing" in module
+            or (isinstance(code, types.CodeType) and id(code) in compiled.test_codes))
+
+
 # ---------------------------------------------------------------------------------------------
 # The witness
 
@@ -410,8 +420,7 @@ class Witness:
             try:
                 target = args[0]
                 code = getattr(target, "__code__", None)
-                if isinstance(target, types.FunctionType) and not (
-                        isinstance(code, types.CodeType) and self._compiled.is_answer(code)):
+                if isinstance(target, types.FunctionType) and _judges(target, code, self._compiled):
                     self.note(TAMPERED, f"{getattr(target, '__qualname__', '?')}.{args[1]} "
                               "rewritten")
             except Exception:  # noqa: BLE001 - an audit hook must never raise
