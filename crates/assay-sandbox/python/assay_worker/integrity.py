@@ -17,19 +17,18 @@ facts a pass needs, at points the code does not control:
   whose body did not send it did not pass, whatever unittest recorded: skipped, swallowed by
   unittest's control-flow exceptions, replaced, or never started. Tracebacks are unchanged (the
   wrapper re-raises; the added nodes carry the last statement's line).
-* **Machinery unaltered while the bodies ran.** unittest's classes, functions (their code,
-  defaults and keyword defaults too, so a function rewritten in place is seen) and module
+* **Machinery unaltered while the bodies ran.** unittest's classes, functions and module
   entries are snapshot before the answer runs and compared after the answer's module ran, at
   each body's end (before its locals die, so an object's ``__del__`` cannot undo a patch first)
   and after each test; the test instance may not gain methods over its class's or change its
   equality functions while its body runs; an audit hook, which Python code cannot remove, sees
   every trace or profile function installed (one can rewrite a test's locals or jump over its
   assertions) and every rewrite of the code or defaults of a function that judges (unittest's,
-  an assertion library's, the test source's).
-* **Values that claim an equality.** The two operands of each ``assert*`` call in a test body
-  pass through ``__assay_seen__``: an operand whose ``__eq__``/``__ne__`` is the answer's own code
-  is asked, and the other operand's own ``__eq__`` too; a claim of equality the other does not
-  share is a finding.
+  the runner's, an assertion library's, the test source's), even one undone at once.
+* **Values that claim an equality.** The two operands of each ``assert*`` call statement in a
+  test body pass through ``__assay_seen__``: an operand whose ``__eq__``/``__ne__`` is the
+  answer's own code is asked, and the other operand's own ``__eq__`` too; a claim of equality
+  the other does not share is a finding.
 
 Findings travel in the final frame (``integrity``); ``body_done`` and each test's ``ended`` (the
 exception that ended its body, and the answer's function it came from) stream with the tests.
@@ -67,15 +66,6 @@ TAMPERED, TRACED, ALTERED, FORGED, EQUALITY = "tampered", "traced", "altered", "
 
 def _watched(value):
     return callable(value) or isinstance(value, (staticmethod, classmethod, property))
-
-
-def _parts(value):
-    """What makes a function do what it does, beyond its identity."""
-    function = getattr(value, "__func__", value) if isinstance(
-        value, (staticmethod, classmethod)) else value
-    if isinstance(function, types.FunctionType):
-        return function.__code__, function.__defaults__, function.__kwdefaults__
-    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,65 +110,78 @@ class Compiled:
         return code_object.co_filename == self.filename and id(code_object) not in self.test_codes
 
 
-def _call(name, *args):
-    return ast.Call(ast.Name(name, ast.Load()), list(args), [])
+def _at(node, like):
+    """``node`` placed at ``like``'s position (tracebacks name the line of what it stands for)."""
+    node.lineno, node.col_offset = like.lineno, like.col_offset
+    node.end_lineno, node.end_col_offset = like.end_lineno, like.end_col_offset
+    return node
 
 
-class _Returns(ast.NodeTransformer):
-    """``return x`` -> ``return __assay_done__(x)`` in one function (not in nested scopes);
-    the first two operands of ``assert*`` calls through ``__assay_seen__``."""
-
-    def visit_FunctionDef(self, node):
-        return node
-
-    visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = visit_FunctionDef
-
-    def visit_With(self, node):
-        """A ``with self.subTest(...)`` block: unittest swallows what ends it early, and the
-        body goes on; the handler notes the exception, so the test cannot pass."""
-        self.generic_visit(node)
-        if any(isinstance(item.context_expr, ast.Call)
-               and getattr(item.context_expr.func, "attr", None) == "subTest"
-               for item in node.items):
-            node.body = [_noting(node.body)]
-        return node
-
-    def visit_Return(self, node):
-        self.generic_visit(node)
-        node.value = ast.copy_location(
-            _call(DONE, *([node.value] if node.value is not None else [])), node)
-        return node
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name.startswith("assert") and len(node.args) >= 2 and not any(
-                isinstance(a, ast.Starred) for a in node.args[:2]):
-            for position in (0, 1):
-                arg = node.args[position]
-                node.args[position] = ast.copy_location(
-                    _call(SEEN, arg, ast.Constant(position)), arg)
-        return node
+def _call(name, like, *args):
+    return _at(ast.Call(_at(ast.Name(name, ast.Load()), like), list(args), []), like)
 
 
 def _noting(body):
     """``try: body / except BaseException: __assay_ended__(); raise``, at the body's last
     line."""
     last = body[-1]
-    handler = ast.ExceptHandler(type=ast.Name("BaseException", ast.Load()), name=None,
-                                body=[ast.Expr(_call(ENDED)), ast.Raise()])
-    wrapped = ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[])
-    for node in (handler, wrapped):
-        ast.copy_location(node, last)
-        node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
-    return wrapped
+    handler = _at(ast.ExceptHandler(
+        type=_at(ast.Name("BaseException", ast.Load()), last), name=None,
+        body=[_at(ast.Expr(_call(ENDED, last)), last), _at(ast.Raise(), last)]), last)
+    return _at(ast.Try(body=body, handlers=[handler], orelse=[], finalbody=[]), last)
+
+
+def _is_subtest(statement):
+    return isinstance(statement, ast.With) and any(
+        isinstance(item.context_expr, ast.Call)
+        and getattr(item.context_expr.func, "attr", None) == "subTest"
+        for item in statement.items)
+
+
+def _witness_statements(statements):
+    """Instruments one body's statements, and those of the blocks inside them (not nested
+    functions or classes: other scopes). Statements only, so the cost is theirs, not every
+    expression node's:
+
+    * ``return x`` -> ``return __assay_done__(x)``;
+    * an ``assert*(a, b, ...)`` call statement -> its first two operands through
+      ``__assay_seen__``;
+    * a ``with self.subTest(...)`` block, where unittest swallows what ends it early and the
+      body goes on, gets the handler that notes the exception, so the test cannot pass.
+    """
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(statement, ast.Return):
+            value = [statement.value] if statement.value is not None else []
+            statement.value = _call(DONE, statement, *value)
+        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+            _see_operands(statement.value)
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if inner:
+                _witness_statements(inner)
+        for part in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+            _witness_statements(part.body)
+        if _is_subtest(statement):
+            statement.body = [_noting(statement.body)]
+
+
+def _see_operands(call):
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name.startswith("assert") and len(call.args) >= 2 and not any(
+            isinstance(a, ast.Starred) for a in call.args[:2]):
+        for position in (0, 1):
+            arg = call.args[position]
+            call.args[position] = _call(SEEN, arg, arg, _at(ast.Constant(position), arg))
 
 
 def _instrument(tree):
-    """Gives every test method of every class in the source its witness; returns their names."""
+    """Gives every test method of the source's top-level classes (the ones the supervisor reads
+    the declared tests from) its witness; returns their names."""
     names = set()
-    for cls in ast.walk(tree):
+    for cls in tree.body:
         if not isinstance(cls, ast.ClassDef):
             continue
         for method in cls.body:
@@ -186,11 +189,9 @@ def _instrument(tree):
                     and method.name.startswith("test") and method.body):
                 continue
             names.add(method.name)
-            body = [_Returns().visit(statement) for statement in method.body]
-            done = ast.copy_location(ast.Expr(_call(DONE)), body[-1])
-            done.end_lineno, done.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
-            method.body = [_noting(body), done]
-    ast.fix_missing_locations(tree)
+            _witness_statements(method.body)
+            last = method.body[-1]
+            method.body = [_noting(method.body), _at(ast.Expr(_call(DONE, last)), last)]
     return names
 
 
@@ -199,8 +200,8 @@ def _instrument(tree):
 
 
 class Snapshot:
-    """Identity (and, for functions, code and defaults) of everything in unittest that decides
-    a verdict, taken before the answer runs."""
+    """Identity of everything in unittest that decides a verdict, taken before the answer runs.
+    (A function rewritten in place keeps its identity: the audit hook sees that write.)"""
 
     MODULES = ("unittest", "unittest.case", "unittest.result", "unittest.suite", "unittest.loader")
 
@@ -213,7 +214,7 @@ class Snapshot:
         self._modules = {name: sys.modules.get(name) for name in self.MODULES}
 
     def watch(self, owner, names=None):
-        snapshot = {k: (v, _parts(v)) for k, v in vars(owner).items()
+        snapshot = {k: v for k, v in vars(owner).items()
                     if _watched(v) and (names is None or k in names)}
         self._owners.append((owner, snapshot, names is None))
 
@@ -224,12 +225,9 @@ class Snapshot:
             current = vars(owner)
             label = getattr(owner, "__qualname__", getattr(owner, "__name__", None))
             label = label or f"{type(owner).__name__} instance"
-            for name, (value, parts) in snapshot.items():
-                now = current.get(name, _MISSING)
-                if now is not value:
+            for name, value in snapshot.items():
+                if current.get(name, _MISSING) is not value:
                     found.append(f"{label}.{name}")
-                elif parts is not None and _parts(now) != parts:
-                    found.append(f"{label}.{name} (its code or defaults rewritten)")
             if whole:
                 for name in current.keys() - snapshot.keys():
                     value = current[name]
@@ -245,11 +243,12 @@ class Snapshot:
 
 
 def _judges(function, code, compiled):
-    """Whether ``function`` takes part in a verdict: unittest's, an assertion library's
-    (``numpy.testing``, ``pandas._testing``...) or the test source's own. Libraries rewrite
-    their own functions' code at import (``types.coroutine`` does, in asyncio): not these."""
+    """Whether ``function`` takes part in a verdict: unittest's, this runner's, an assertion
+    library's (``numpy.testing``, ``pandas._testing``...) or the test source's own. Libraries
+    rewrite their own functions' code at import (``types.coroutine`` does, in asyncio): not
+    these."""
     module = getattr(function, "__module__", None) or ""
-    return (module == "unittest" or module.startswith("unittest.") or "testing" in module
+    return (module.split(".")[0] in ("unittest", "assay_worker") or "testing" in module
             or (isinstance(code, types.CodeType) and id(code) in compiled.test_codes))
 
 

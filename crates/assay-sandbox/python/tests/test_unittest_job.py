@@ -1,3 +1,4 @@
+import types
 import unittest
 
 from assay_worker import unittest_job
@@ -173,7 +174,21 @@ class TestCases(unittest.TestCase):
         # ``code + "\n" + test``: the answer's 2 lines, the joining newline, then the test's
         # own lines (the assertion of test_b_double is its 6th).
         self.assertIn('File "__test__.py", line 9, in test_b_double', done["failures"][0][1])
-        self.assertNotIn("__assay", done["failures"][0][1])
+        # Byte for byte what plain unittest gives for the official ``code + "\n" + test``,
+        # raising from the answer and from inside a subtest too.
+        subtests = TESTS + (
+            "\n    def test_c_sub(self):\n        for x in (1, 2):\n"
+            "            with self.subTest(x=x):\n                self.assertEqual(task_func(x), 2 * x)\n")
+        for answer in (code, "def task_func(x):\n    return {}[x]\n"):
+            done = run(answer, subtests)["tests_done"][0]
+            module = types.ModuleType("__test__")
+            exec(compile(answer + "\n" + subtests, "__test__.py", "exec"), module.__dict__)
+            official = unittest.TestResult()
+            unittest.TestLoader().loadTestsFromTestCase(module.TestCases).run(official)
+            self.assertEqual([t for _, t in done["failures"]],
+                             [t for _, t in official.failures])
+            self.assertEqual([t for _, t in done["errors"]], [t for _, t in official.errors])
+            self.assertTrue(done["failures"] or done["errors"])
 
     def test_an_equality_the_expected_value_does_not_share_is_found(self):
         code = ("class Anything:\n    def __eq__(self, other):\n        return True\n"
