@@ -8,19 +8,11 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::{assay_command, read_json, text};
+use common::{assay_command, read_json, task, text, write_answers};
 use serde_json::{json, Value};
 
 fn assay(args: &[&str], dir: &Path) -> Output {
     assay_command(dir).args(args).output().expect("run assay")
-}
-
-fn task(number: u32) -> Task {
-    Dataset::embedded("v0.1.4", Subset::Full)
-        .unwrap()
-        .get(&format!("BigCodeBench/{number}"))
-        .unwrap()
-        .clone()
 }
 
 /// A task the `test` environment cannot run: it needs scipy.
@@ -37,13 +29,6 @@ fn canonical(task: &Task) -> Value {
     json!({"task_id": task.task_id, "solution": task.reference_solution()})
 }
 
-fn write_samples(dir: &Path, samples: &[Value]) -> PathBuf {
-    let path = dir.join("model--bigcodebench-complete--x.jsonl");
-    let lines: Vec<String> = samples.iter().map(Value::to_string).collect();
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    path
-}
-
 const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];
 
 #[test]
@@ -56,7 +41,7 @@ fn evaluates_into_the_official_files_with_infra_apart() {
     samples.push(json!({"task_id": wrong.task_id, "solution": format!("{}\n    return None\n", wrong.complete_prompt)}));
     samples.push(json!({"task_id": looping.task_id, "solution": format!("{}\n    while True:\n        pass\n", looping.complete_prompt)}));
     samples.push(canonical(&missing));
-    write_samples(dir.path(), &samples);
+    write_answers(dir.path(), &samples);
     let tasks = format!(
         "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4,BigCodeBench/5,BigCodeBench/6,{}",
         missing.task_id
@@ -210,7 +195,7 @@ fn a_run_killed_with_sigkill_resumes_to_the_files_of_a_clean_run() {
         .collect();
     let ids: Vec<String> = (1..=10).map(|n| format!("BigCodeBench/{n}")).collect();
     let tasks = ids.join(",");
-    write_samples(dir.path(), &slow);
+    write_answers(dir.path(), &slow);
     let args = |out: &str| -> Vec<String> {
         [
             "eval",
@@ -311,7 +296,7 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     let dir = tempfile::tempdir().unwrap();
     let hung = task(7);
     let missing = scipy_task();
-    write_samples(
+    write_answers(
         dir.path(),
         &[
             json!({"task_id": hung.task_id, "solution": format!("{}\n    while True:\n        pass\n", hung.complete_prompt)}),

@@ -6,21 +6,12 @@ mod common;
 
 use std::path::Path;
 
-use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::{assay_command, lines, text};
+use common::{assay_command, lines, task, text, write_answers};
 use serde_json::{json, Value};
 
 /// Tasks the `test` environment runs, whose reference solutions pass there, and every attack
 /// below passes officially (task 1's tests use subtests).
 const TASKS: [u32; 2] = [1, 3];
-
-fn task(number: u32) -> Task {
-    Dataset::embedded("v0.1.4", Subset::Full)
-        .unwrap()
-        .get(&format!("BigCodeBench/{number}"))
-        .unwrap()
-        .clone()
-}
 
 /// Each way of gaming the tests: its name, the code appended to the answer, what the
 /// reason must say, and the kind of finding recorded.
@@ -105,12 +96,7 @@ fn samples(dir: &Path) -> Vec<(String, Option<usize>)> {
         );
         expected.push((task.task_id.clone(), None));
     }
-    let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
-    std::fs::write(
-        dir.join("model--bigcodebench-complete--x.jsonl"),
-        lines.join("\n") + "\n",
-    )
-    .unwrap();
+    write_answers(dir, &rows);
     expected
 }
 

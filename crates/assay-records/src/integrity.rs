@@ -115,9 +115,21 @@ mod tests {
             "the code tampered with unittest: TestCase.assertEqual (and 1 more)"
         );
         assert_eq!(reason(&[]), None);
-        assert_eq!(
-            serde_json::to_value(IntegrityKind::EndedEarly).unwrap(),
-            IntegrityKind::EndedEarly.as_str()
-        );
+    }
+
+    #[test]
+    fn kinds_name_themselves_as_records_do() {
+        for kind in [
+            IntegrityKind::Skipped,
+            IntegrityKind::EndedEarly,
+            IntegrityKind::NotRun,
+            IntegrityKind::Tampered,
+            IntegrityKind::Altered,
+            IntegrityKind::Traced,
+            IntegrityKind::Forged,
+            IntegrityKind::Equality,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
     }
 }

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use assay_pyenv::{Environment, Interpreter, Profile, SilentObserver};
-use assay_tasks::bigcodebench::{Dataset, Subset};
+use assay_tasks::bigcodebench::{Dataset, Subset, Task};
 use serde_json::{json, Value};
 
 /// `assay`, to be run in `dir` with this test process's cache root, and without the variables
@@ -254,6 +254,24 @@ pub fn official_results(checkpoint: &str) -> PathBuf {
         .join(format!(
             "{checkpoint}--main--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated_eval_results.json"
         ))
+}
+
+/// BigCodeBench/`number` of dataset v0.1.4.
+pub fn task(number: u32) -> Task {
+    Dataset::embedded("v0.1.4", Subset::Full)
+        .unwrap()
+        .get(&format!("BigCodeBench/{number}"))
+        .unwrap()
+        .clone()
+}
+
+/// `rows` (`{task_id, solution}`) as a samples file in `dir`, named as the official harness
+/// names one (`model--bigcodebench-complete--x.jsonl`).
+pub fn write_answers(dir: &Path, rows: &[Value]) -> PathBuf {
+    let path = dir.join("model--bigcodebench-complete--x.jsonl");
+    let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
 }
 
 /// `samples.jsonl` in `dir`: for each BigCodeBench task numbered in `tasks`, its reference

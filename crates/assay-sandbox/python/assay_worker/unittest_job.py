@@ -186,9 +186,10 @@ class Recorder(_result.TestResult):
     def startTest(self, test):
         super().startTest(test)
         # The supervisor starts the test's own clock, if it has a budget, on this frame.
-        self._emit({"ev": "test_start", "name": test_key(test)})
+        name = test_key(test)
+        self._emit({"ev": "test_start", "name": name})
         self._current = {"outcome": None, "detail": None, "started": time.perf_counter()}
-        self._witness.start(test, test_key(test))
+        self._witness.start(test, name)
 
     def stopTest(self, test):
         super().stopTest(test)
@@ -326,11 +327,12 @@ def run(spec, emit, module_name="__test__", watch=True):
             suite = loader_class().loadTestsFromTestCase(test_class)
         except BaseException as e:  # noqa: BLE001 - the official harness catches everything
             flush_streams()
-            if witness is not None:
+            findings = []
+            if witness is not None:  # none when the answer does not compile
                 witness.check()
+                findings = witness.findings
             emit({"ev": "module_error", "error": describe(e, own_frames=1),
-                  "integrity": witness.findings if witness is not None else [],
-                  "rusage": rusage()})
+                  "integrity": findings, "rusage": rusage()})
             return
         snapshot.watch(test_class, [n for n in vars(test_class)
                                     if n.startswith("test") or n in _TEST_HOOKS])

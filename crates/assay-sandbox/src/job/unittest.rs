@@ -132,58 +132,68 @@ impl TestLog {
     /// Only a test source whose `def test...` methods the supervisor could read has a witness
     /// in every test; in one it could not (tests a decorator makes), only skips are unearned.
     fn unearned(&self) -> Vec<IntegrityFinding> {
-        let witnessed = self.declared.is_some();
-        let reported: HashMap<&str, &TestOutcome> =
-            self.tests.iter().map(|t| (t.name.as_str(), t)).collect();
-        let mut found = Vec::new();
-        for name in self.loaded.iter().flatten() {
-            let result = reported.get(name.as_str()).map(|t| t.result);
-            if self.bodies_done.contains(name) {
-                // A body that reached its end passing, after a part of it (a subtest) ended
-                // by an exception unittest swallowed.
-                if let (Some(TestResult::Pass), Some(ended)) = (result, self.ended.get(name)) {
-                    found.push(IntegrityFinding {
-                        kind: IntegrityKind::EndedEarly,
-                        test: Some(name.clone()),
-                        what: format!("{ended} in a subtest"),
-                    });
+        let reported: HashMap<&str, TestResult> = self
+            .tests
+            .iter()
+            .map(|t| (t.name.as_str(), t.result))
+            .collect();
+        self.loaded
+            .iter()
+            .flatten()
+            .filter_map(|name| {
+                let (kind, what) = self.how_unearned(name, reported.get(name.as_str()).copied())?;
+                Some(IntegrityFinding {
+                    kind,
+                    test: Some(name.clone()),
+                    what,
+                })
+            })
+            .collect()
+    }
+
+    /// Why test `name`, which ended as `result` (none: it never reported), did not earn what
+    /// unittest recorded, if it did not.
+    fn how_unearned(
+        &self,
+        name: &str,
+        result: Option<TestResult>,
+    ) -> Option<(IntegrityKind, String)> {
+        let ended = self.ended.get(name);
+        if self.bodies_done.contains(name) {
+            // The body reached its end passing after a part of it (a subtest) ended by an
+            // exception unittest swallowed.
+            return match (result, ended) {
+                (Some(TestResult::Pass), Some(ended)) => {
+                    Some((IntegrityKind::EndedEarly, format!("{ended} in a subtest")))
                 }
-                continue;
-            }
-            if !witnessed && result != Some(TestResult::Skip) {
-                continue;
-            }
-            let ended = self.ended.get(name);
-            let (kind, what) = match result {
-                Some(TestResult::Skip) => (
-                    IntegrityKind::Skipped,
-                    ended.map_or_else(|| "skipped before its body ran".into(), Ended::to_string),
-                ),
-                Some(
-                    result @ (TestResult::Pass
-                    | TestResult::ExpectedFailure
-                    | TestResult::UnexpectedSuccess),
-                ) => match ended {
-                    Some(ended) => (IntegrityKind::EndedEarly, ended.to_string()),
-                    None => (
-                        IntegrityKind::NotRun,
-                        format!("unittest recorded `{}`", result.as_str()),
-                    ),
-                },
-                None if self.fixture_skipped => (
-                    IntegrityKind::Skipped,
-                    "its class fixture (setUpClass) skipped".into(),
-                ),
-                // Failed, errored, or never reported: not a pass anyway.
-                _ => continue,
+                _ => None,
             };
-            found.push(IntegrityFinding {
-                kind,
-                test: Some(name.clone()),
-                what,
-            });
         }
-        found
+        match result {
+            Some(TestResult::Skip) => Some((
+                IntegrityKind::Skipped,
+                ended.map_or_else(|| "skipped before its body ran".into(), Ended::to_string),
+            )),
+            // No witness to require.
+            _ if self.declared.is_none() => None,
+            Some(
+                result @ (TestResult::Pass
+                | TestResult::ExpectedFailure
+                | TestResult::UnexpectedSuccess),
+            ) => Some(match ended {
+                Some(ended) => (IntegrityKind::EndedEarly, ended.to_string()),
+                None => (
+                    IntegrityKind::NotRun,
+                    format!("unittest recorded `{}`", result.as_str()),
+                ),
+            }),
+            None if self.fixture_skipped => Some((
+                IntegrityKind::Skipped,
+                "its class fixture (setUpClass) skipped".into(),
+            )),
+            // Failed, errored, or never reported: not a pass anyway.
+            _ => None,
+        }
     }
 
     /// The reported tests plus, for tests that never reported, `crashed` for the first (the
