@@ -40,6 +40,29 @@ fn a_correct_solution_passes_with_every_test_reported() {
 }
 
 #[test]
+fn a_test_that_patches_os_still_has_its_body_witnessed() {
+    // The witness writes its frame while the test body runs, under the test's own patches of
+    // `os` (mocks here; pyfakefs's fake filesystem, as BigCodeBench/719's tests use, refuses
+    // the real descriptors).
+    let test = r#"
+import os
+import unittest
+from unittest.mock import patch
+
+class TestCases(unittest.TestCase):
+    @patch("os.write")
+    @patch("os.read")
+    def test_double(self, *mocks):
+        self.assertEqual(task_func(2), 4)
+        self.assertIsNot(os.write, mocks[0])
+
+    def test_zero(self):
+        self.assertEqual(task_func(0), 0)
+"#;
+    assert_passed(&run(engine().run_unittest(job(DOUBLE, test))));
+}
+
+#[test]
 fn a_wrong_answer_fails_with_the_official_failure_key_and_traceback() {
     let engine = engine();
     let out = run(engine.run_unittest(job("def task_func(x):\n    return x + 1\n", TRIVIAL_TEST)));

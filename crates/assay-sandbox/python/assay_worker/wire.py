@@ -41,10 +41,20 @@ def encode(obj):
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
 
 
+def _as_now(function):
+    """``function`` as it is now, out of reach of later patches: a test may patch ``os`` while
+    the runner still writes its frames (``mock.patch("os.write")``, or pyfakefs, which also
+    rebinds module-level names bound to ``os`` functions, though not a closure's)."""
+    return lambda *args: function(*args)
+
+
+_write, _read = _as_now(os.write), _as_now(os.read)
+
+
 def write_all(fd, data):
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = _write(fd, view)
         view = view[written:]
 
 
@@ -56,7 +66,7 @@ def write_frame(fd, obj):
 def _read_exact(fd, n):
     chunks = []
     while n:
-        chunk = os.read(fd, min(n, 1 << 20))
+        chunk = _read(fd, min(n, 1 << 20))
         if not chunk:
             return None
         chunks.append(chunk)
