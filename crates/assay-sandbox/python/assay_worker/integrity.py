@@ -20,8 +20,8 @@ facts a pass needs, at points the code does not control:
 * **Machinery unaltered while the bodies ran.** unittest's classes, functions and module
   entries are snapshot before the answer runs and compared after the answer's module ran, at
   each body's end (before its locals die, so an object's ``__del__`` cannot undo a patch first)
-  and after each test; the test instance may not gain methods over its class's or change its
-  equality functions while its body runs; an audit hook, which Python code cannot remove, sees
+  and at the run's end; the test instance may not gain methods over its class's or change its
+  equality functions (compared at its body's end and after the test); an audit hook, which Python code cannot remove, sees
   every trace or profile function installed (one can rewrite a test's locals or jump over its
   assertions) and every rewrite of the code or defaults of a function that judges (unittest's,
   the runner's, an assertion library's, the test source's), even one undone at once.
@@ -41,6 +41,7 @@ import ast
 import sys
 import types
 import unittest
+from operator import is_
 from unittest import case as _case
 from unittest import loader as _loader
 from unittest import result as _result
@@ -214,15 +215,19 @@ class Snapshot:
         self._modules = {name: sys.modules.get(name) for name in self.MODULES}
 
     def watch(self, owner, names=None):
-        snapshot = {k: v for k, v in vars(owner).items()
+        current = vars(owner)
+        snapshot = {k: v for k, v in current.items()
                     if _watched(v) and (names is None or k in names)}
-        self._owners.append((owner, snapshot, names is None))
+        whole = (tuple(current), tuple(current.values()))
+        self._owners.append((owner, snapshot, names is None, whole))
 
     def changes(self):
         """What differs from the snapshot now."""
         found = []
-        for owner, snapshot, whole in self._owners:
+        for owner, snapshot, whole, (keys, values) in self._owners:
             current = vars(owner)
+            if _same(current, keys, values):
+                continue
             label = getattr(owner, "__qualname__", getattr(owner, "__name__", None))
             label = label or f"{type(owner).__name__} instance"
             for name, value in snapshot.items():
@@ -240,6 +245,14 @@ class Snapshot:
             if sys.modules.get(name) is not module:
                 found.append(f"sys.modules[{name!r}]")
         return found
+
+
+def _same(namespace, keys, values):
+    """Whether ``namespace`` still holds exactly these keys and values, in this order: the
+    common case of a check, compared at C speed, by identity alone (no value's ``__eq__`` is
+    asked)."""
+    return (len(namespace) == len(keys) and all(map(is_, namespace.keys(), keys))
+            and all(map(is_, namespace.values(), values)))
 
 
 def _judges(function, code, compiled):
@@ -302,7 +315,14 @@ class Witness:
         self._instance = self._instance_state(test)
 
     def stop(self):
-        self.check()
+        """After the test's tearDown: what the body cannot have been judged by any more. Only
+        the instance is compared here; unittest's machinery stays changed (the snapshot
+        findings are cumulative) until the next body's end or the run's end compares it."""
+        self._quiet += 1
+        try:
+            self._check_instance()
+        finally:
+            self._quiet -= 1
         self.test = self._instance = None
         self.name = None
 
