@@ -65,7 +65,7 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
         println!(
             "  gamed their tests: {} ({})",
             summary.gamed.samples,
-            counts(&summary.gamed.by_kind)
+            summary.gamed.kinds()
         );
     }
     let truth = &summary.ground_truth;

@@ -6,6 +6,8 @@ mod common;
 
 use std::path::Path;
 
+use common::browser::Browser;
+use common::viewer::Server;
 use common::{assay_command, lines, task, text, write_answers};
 use serde_json::{json, Value};
 
@@ -19,13 +21,13 @@ const ATTACKS: &[(&str, &str, &str, &str)] = &[
     (
         "raises SkipTest",
         "import unittest as _u\ndef task_func(*a, **k):\n    raise _u.SkipTest('not today')\n",
-        "the code skipped its tests: SkipTest raised from task_func in test_",
+        "the code skipped its tests: SkipTest raised from task_func in ",
         "skipped",
     ),
     (
         "calls the test's own skipTest",
         "import sys as _s\ndef task_func(*a, **k):\n    _s._getframe(1).f_locals['self'].skipTest('no')\n",
-        "the code skipped its tests: SkipTest raised from task_func in test_",
+        "the code skipped its tests: SkipTest raised from task_func in ",
         "skipped",
     ),
     (
@@ -184,4 +186,125 @@ fn gamed_answers_fail_with_what_they_did_and_are_counted_apart() {
         manifest["identity"]["gamed_as_official"], true,
         "{manifest}"
     );
+
+    shown_by_the_report(dir.path(), gamed);
+    shown_by_the_viewer(dir.path(), gamed, expected.len());
+}
+
+/// What every kind came to, as reports write it, and the tasks.
+const KINDS: &str = "altered 2, ended-early 2, not-run 2, skipped 4, tampered 4";
+
+/// `assay report` counts the gamed samples of both runs (judged `fail`, and `pass` as the
+/// official harness judges them) in the terminal, the JSON and the HTML page.
+fn shown_by_the_report(dir: &Path, gamed: usize) {
+    let report = |extra: &[&str]| {
+        let output = assay_command(dir)
+            .arg("report")
+            .args(extra)
+            .args(["run", "run-official"])
+            .output()
+            .expect("run assay report");
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        text(&output.stdout)
+    };
+    let terminal = report(&[]);
+    let line =
+        format!("gamed their tests: {gamed} samples ({KINDS}) in BigCodeBench/1, BigCodeBench/3");
+    assert_eq!(
+        terminal.lines().filter(|l| l.trim_start() == line).count(),
+        2,
+        "{line:?} for each run in:\n{terminal}"
+    );
+    let json: Value = serde_json::from_str(&report(&["--json"])).unwrap();
+    for run in json["runs"].as_array().unwrap() {
+        assert_eq!(run["gamed"]["samples"], gamed, "{run}");
+        assert_eq!(
+            run["gamed"]["tasks"],
+            json!(["BigCodeBench/1", "BigCodeBench/3"])
+        );
+    }
+    // The runs fail and pass the same tasks otherwise: their pass@1 tells them apart.
+    assert_ne!(
+        json["runs"][0]["pass_at_k"]["1"]["value"],
+        json["runs"][1]["pass_at_k"]["1"]["value"]
+    );
+    let page = dir.join("report.html");
+    report(&["--html", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for label in ["run", "run-official"] {
+        let expected = format!("<p class=\"gamed\">{label} gamed their tests: {gamed} samples");
+        assert!(html.contains(&expected), "{expected} is not in the page");
+    }
+}
+
+/// `assay view`: the run's head counts them, the status filter "gamed its tests" picks them
+/// out (in the run judged as the official harness does too, where they pass), and a sample's
+/// page lists what it did.
+fn shown_by_the_viewer(dir: &Path, gamed: usize, samples: usize) {
+    let server = Server::start(dir, &[&dir.join("run"), &dir.join("run-official")]);
+    for run in 0..2 {
+        let page = server.json(&format!("/api/runs/{run}/samples?status=gamed&limit=500"));
+        assert_eq!(
+            (page["gamed"].as_u64(), page["matched"].as_u64()),
+            (Some(gamed as u64), Some(gamed as u64)),
+            "{page}"
+        );
+        for row in page["rows"].as_array().unwrap() {
+            assert!(!row["gamed"].as_array().unwrap().is_empty(), "{row}");
+        }
+        let honest = server.json(&format!("/api/runs/{run}/samples?status=pass&limit=500"));
+        let passing = honest["matched"].as_u64().unwrap() as usize;
+        assert_eq!(passing, if run == 0 { samples - gamed } else { samples });
+    }
+
+    let mut browser = Browser::start(1400, 1000);
+    browser.goto(&format!("{}/#/run/0", server.url));
+    browser.wait_for(&format!(
+        "document.body.innerText.includes('{samples} of {samples} samples')"
+    ));
+    let head = browser.text();
+    let fact = format!("gamed their tests {gamed} samples ({KINDS})");
+    assert!(
+        head.contains(&fact),
+        "{fact} is not on the run page:\n{head}"
+    );
+    browser.choose("select[name=status]", "gamed");
+    browser.wait_for(&format!(
+        "document.body.innerText.includes('{gamed} of {samples} samples')"
+    ));
+    assert_eq!(
+        browser.eval("document.querySelectorAll('table.samples tbody .badge.gamed').length"),
+        json!(gamed)
+    );
+    assert_eq!(
+        browser.eval("[...document.querySelectorAll('select[name=status] option')].find(o => o.value === 'gamed').textContent"),
+        json!(format!("gamed its tests ({gamed})"))
+    );
+    browser.screenshot(&shots().join("view-gamed.png"));
+    // The first sample: task 1's answer that raises SkipTest.
+    browser.eval("document.querySelector('table.samples tbody tr').click(), true");
+    browser.wait_for("document.querySelector('.integrity') !== null");
+    let sample = browser.text();
+    for expected in [
+        "Gamed its tests (3 findings)",
+        "SkipTest raised from task_func in a subtest",
+        "Tests (0 of 3 passed; skip 3)",
+    ] {
+        assert!(
+            sample.contains(expected),
+            "{expected} is not on the sample page:\n{sample}"
+        );
+    }
+    browser.screenshot(&shots().join("view-gamed-sample.png"));
+    browser.eval("1");
+    assert!(
+        browser.console.is_empty(),
+        "the page spoke: {:#?}",
+        browser.console
+    );
+}
+
+/// Where screenshots go, with the viewer's own (`tests/view.rs`).
+fn shots() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }

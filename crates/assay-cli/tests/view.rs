@@ -9,91 +9,18 @@ mod common;
 #[path = "../../assay-models/tests/mock/mod.rs"]
 mod mock;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use assay_tasks::bigcodebench::{Dataset, Subset};
 use common::browser::Browser;
+use common::viewer::Server;
 use common::{assay_command, official_results, pybench_data, pybench_env, text};
 use serde_json::{json, Value};
 
 /// What hostile samples write: markup that would run if the page took it as markup.
 const ATTACK: &str = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\"></textarea><b>bold</b>";
-
-/// `assay view` serving `runs`, stopped when dropped.
-struct Server {
-    child: Child,
-    /// `http://127.0.0.1:PORT`
-    url: String,
-}
-
-impl Server {
-    fn start(dir: &Path, runs: &[&Path]) -> Server {
-        let mut child = assay_command(dir)
-            .args(["view", "--port", "0"])
-            .args(runs)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start assay view");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let Some(url) = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .map(|u| u.trim_end_matches('/').to_string())
-        else {
-            let mut err = String::new();
-            child
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("assay view did not say where it serves: {line:?} {err}");
-        };
-        Server { child, url }
-    }
-
-    /// A raw HTTP/1.1 GET of `target` (sent as written, not normalized) with `host`: the status
-    /// line, the headers and the body.
-    fn get(&self, target: &str, host: &str) -> (u16, String, String) {
-        let address = self.url.trim_start_matches("http://");
-        let mut stream = TcpStream::connect(address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        write!(
-            stream,
-            "GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).unwrap();
-        let answer = String::from_utf8_lossy(&answer).into_owned();
-        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (status, head.to_lowercase(), body.to_string())
-    }
-
-    fn json(&self, target: &str) -> Value {
-        let (status, _, body) = self.get(target, "127.0.0.1");
-        assert_eq!(status, 200, "{target}: {body}");
-        serde_json::from_str(&body).unwrap()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn dataset() -> Dataset {
     Dataset::embedded("v0.1.4", Subset::Full).unwrap()

@@ -1,12 +1,13 @@
 //! `summary.json`: what a judging run, or a check of the reference solutions, came to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::generation::TokenUsage;
 use crate::ground_truth::GroundTruthSummary;
 use crate::isolation::IsolationReport;
+use crate::sample::SampleRecord;
 use crate::time_policy::TimePolicy;
 
 /// pass@k two ways, and what each counts.
@@ -40,12 +41,58 @@ pub struct BudgetsSaved {
 }
 
 /// Samples that gamed their tests: a verdict decided by integrity (each sample's `integrity`).
+/// `summary.json`, the report and the viewer all count them with [`Gamed::of`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Gamed {
     /// Samples with any finding.
     pub samples: usize,
     /// Samples per kind of finding (`skipped`, `tampered`...; a sample counts once per kind).
     pub by_kind: BTreeMap<String, usize>,
+    /// The tasks of those samples, each once, by task number; absent from summaries of older
+    /// versions.
+    #[serde(default)]
+    pub tasks: Vec<String>,
+}
+
+impl Gamed {
+    /// The count over `records` (each sample once: the last record of a resumed sample is the
+    /// caller's to pick).
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a SampleRecord>) -> Gamed {
+        let mut gamed = Gamed::default();
+        let mut tasks = BTreeSet::new();
+        for record in records {
+            if record.integrity.is_empty() {
+                continue;
+            }
+            gamed.samples += 1;
+            let kinds: BTreeSet<&str> = record.integrity.iter().map(|f| f.kind.as_str()).collect();
+            for kind in kinds {
+                *gamed.by_kind.entry(kind.to_string()).or_insert(0) += 1;
+            }
+            tasks.insert((task_number(&record.task_id), record.task_id.as_str()));
+        }
+        gamed.tasks = tasks.into_iter().map(|(_, id)| id.to_string()).collect();
+        gamed
+    }
+
+    /// What the kinds came to, in words: `skipped 2, tampered 1`.
+    pub fn kinds(&self) -> String {
+        let kinds: Vec<String> = self
+            .by_kind
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect();
+        kinds.join(", ")
+    }
+}
+
+/// The number a task id ends with (`BigCodeBench/13` → 13), for task order; ids without one
+/// sort last.
+fn task_number(id: &str) -> u64 {
+    id.rsplit('/')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
 }
 
 /// What an evaluation came to (`summary.json` of `eval` and `run`).

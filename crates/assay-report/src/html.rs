@@ -100,6 +100,14 @@ fn runs_table(out: &mut String, report: &Report) {
     }
     out.push_str("</table>");
     for run in report.runs.iter() {
+        if let Some(line) = crate::gamed_line(run) {
+            let _ = write!(
+                out,
+                "<p class=\"gamed\">{} gamed their tests: {}</p>",
+                escape(&run.label),
+                escape(&line)
+            );
+        }
         if let Some(line) = crate::reasoning_line(run) {
             let _ = write!(
                 out,

@@ -516,6 +516,7 @@ pub(crate) mod tests {
                 thinking: 0,
                 cut_while_thinking: 0,
                 judges,
+                gamed: Default::default(),
             }],
             comparisons: vec![],
             leaderboard: None,

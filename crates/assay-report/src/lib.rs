@@ -16,7 +16,7 @@ mod text;
 
 use std::collections::BTreeMap;
 
-use assay_records::{JudgeFigures, StabilitySummary, TokenUsage};
+use assay_records::{Gamed, JudgeFigures, StabilitySummary, TokenUsage};
 use assay_score::compare::{bootstrap_mean, mcnemar_exact, RESAMPLES, SEED};
 use assay_score::elo::ratings;
 use assay_score::{pass_at_k, DEFAULT_KS};
@@ -86,6 +86,10 @@ pub struct RunFigures {
     /// `summary.json` keeps it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<JudgeFigures>,
+    /// BigCodeBench: the samples that gamed their tests (skipped them, tampered with
+    /// unittest...), whatever their verdict: the figure a reward built on the run must not pay.
+    #[serde(default, skip_serializing_if = "source::none_gamed")]
+    pub gamed: Gamed,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -238,7 +242,22 @@ pub fn figures(run: &Run) -> RunFigures {
         thinking: run.thinking,
         cut_while_thinking: run.cut_while_thinking,
         judges: run.judges.clone(),
+        gamed: run.gamed.clone(),
     }
+}
+
+/// The samples of a run that gamed their tests, in one line: how many, of which kinds, in
+/// which tasks; none for a run without any.
+pub(crate) fn gamed_line(run: &RunFigures) -> Option<String> {
+    let gamed = &run.gamed;
+    (gamed.samples > 0).then(|| {
+        format!(
+            "{} ({}) in {}",
+            count(gamed.samples, "sample", "samples"),
+            gamed.kinds(),
+            text::listed(&gamed.tasks)
+        )
+    })
 }
 
 /// What `--stability` found, in one line: pass@1's range and the verdicts that changed, each
@@ -510,6 +529,7 @@ mod tests {
             thinking: 0,
             cut_while_thinking: 0,
             judges: Vec::new(),
+            gamed: Default::default(),
             failures: Vec::new(),
         }
     }

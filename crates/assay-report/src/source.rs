@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use assay_records::{
-    EpisodeEnd, EpisodeRecord, GenerationRecord, JudgeFigures, Kind, Manifest, SampleRecord,
+    EpisodeEnd, EpisodeRecord, Gamed, GenerationRecord, JudgeFigures, Kind, Manifest, SampleRecord,
     StabilitySummary, Status, Thinking, TokenUsage, TrajectoryRecord, SCHEMA,
 };
 use assay_tasks::bigcodebench::{domain, Dataset, Subset, VERSIONS};
@@ -110,6 +110,10 @@ pub struct Run {
     /// PyBench: what LLM judges said of the run (`summary.json`'s `judges`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub judges: Vec<JudgeFigures>,
+    /// BigCodeBench: the samples that gamed their tests instead of passing them (their
+    /// records' `integrity`), whatever their verdict.
+    #[serde(default, skip_serializing_if = "none_gamed")]
+    pub gamed: Gamed,
     /// The samples that did not pass (and were not set apart), in task order.
     #[serde(skip)]
     pub failures: Vec<Failure>,
@@ -117,6 +121,10 @@ pub struct Run {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+pub(crate) fn none_gamed(gamed: &Gamed) -> bool {
+    gamed.samples == 0
 }
 
 /// One answer of a generation as `generation.jsonl` recorded it: the request that gave it and
@@ -286,6 +294,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         thinking: 0,
         cut_while_thinking: 0,
         judges: Vec::new(),
+        gamed: Gamed::default(),
         failures: Vec::new(),
     };
     let results = dir.join("results.jsonl");
@@ -323,6 +332,7 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         _ => {
             let records: Vec<SampleRecord> = read_lines(&results)?;
             let samples: Vec<Value> = read_lines(&dir.join("samples.jsonl"))?;
+            run.gamed = Gamed::of(&records);
             for record in &records {
                 run.add(&record.task_id, record.status);
                 if matches!(record.status, Status::Pass | Status::Infra) {
@@ -492,6 +502,7 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         thinking: 0,
         cut_while_thinking: 0,
         judges: Vec::new(),
+        gamed: Gamed::default(),
         failures: Vec::new(),
     };
     (run.groups, run.libraries) = labels(None, eval.keys());

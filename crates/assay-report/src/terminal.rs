@@ -77,6 +77,9 @@ pub fn render(report: &Report) -> String {
             .map(|(s, n)| format!("{s} {n}"))
             .collect();
         let _ = writeln!(out, "{:<width$}  samples: {}", "", statuses.join(", "));
+        if let Some(line) = crate::gamed_line(run) {
+            let _ = writeln!(out, "{:<width$}  gamed their tests: {line}", "");
+        }
         if let Some(line) = crate::reasoning_line(run) {
             let _ = writeln!(out, "{:<width$}  reasoning: {line}", "");
         }

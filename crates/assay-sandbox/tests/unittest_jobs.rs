@@ -63,6 +63,31 @@ class TestCases(unittest.TestCase):
 }
 
 #[test]
+fn a_skip_inside_a_subtest_is_named_although_the_body_ran_on() {
+    // unittest swallows the skip of a subtest and runs the body to its end, then records the
+    // test as skipped: the finding says which test and how.
+    let code = "import unittest\ndef task_func(x):\n    raise unittest.SkipTest('later')\n";
+    let test = r#"
+import unittest
+
+class TestCases(unittest.TestCase):
+    def test_each(self):
+        for x in (1, 2):
+            with self.subTest(x=x):
+                self.assertEqual(task_func(x), 2 * x)
+"#;
+    let out = run(engine().run_unittest(job(code, test)));
+    assert_eq!(out.status, Status::Fail, "{}", out.reason);
+    let found: Vec<String> = out.integrity.iter().map(|f| f.to_string()).collect();
+    assert_eq!(
+        found,
+        ["the code skipped its tests: SkipTest raised from task_func in a subtest in test_each"],
+        "{}",
+        out.reason
+    );
+}
+
+#[test]
 fn a_wrong_answer_fails_with_the_official_failure_key_and_traceback() {
     let engine = engine();
     let out = run(engine.run_unittest(job("def task_func(x):\n    return x + 1\n", TRIVIAL_TEST)));

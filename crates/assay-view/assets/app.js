@@ -218,6 +218,8 @@ async function runView(id, params) {
         el("span", {}, "judged ", el("b", {}, s.expected ? `${s.judged} of ${s.expected}` : String(s.judged))),
         f && f.wall_seconds ? el("span", {}, "wall ", el("b", {}, secs(f.wall_seconds))) : null,
         f && f.tokens ? el("span", {}, "tokens ", el("b", {}, tokensText(f.tokens))) : null,
+        f && f.gamed ? el("span", { class: "gamed-fact" }, "gamed their tests ",
+          el("b", {}, `${plural(f.gamed.samples, "sample", "samples")} (${Object.entries(f.gamed.by_kind).map(([k, n]) => `${k} ${n}`).join(", ")})`)) : null,
         f && (f.thinking || f.cut_while_thinking) ? el("span", {}, "thinking ", el("b", {}, [
           f.thinking ? `${plural(f.thinking, "answer", "answers")} came with it` : null,
           f.cut_while_thinking ? `${pybench ? plural(f.cut_while_thinking, "episode", "episodes")
@@ -253,8 +255,11 @@ async function runView(id, params) {
       return;
     }
     if (mine !== route || asked !== latest) return;
-    fillSelect(statusSelect, ["", "failing", ...Object.keys(page.statuses)], filter.status,
-      (v) => (v === "" ? `all (${page.total})` : v === "failing" ? "every failing" : `${v} (${page.statuses[v]})`));
+    // "gamed" is offered when a sample gamed its tests (or the address asks for it).
+    const gamed = page.gamed || filter.status === "gamed" ? ["gamed"] : [];
+    fillSelect(statusSelect, ["", "failing", ...Object.keys(page.statuses), ...gamed], filter.status,
+      (v) => (v === "" ? `all (${page.total})` : v === "failing" ? "every failing"
+        : v === "gamed" ? `gamed its tests (${page.gamed})` : `${v} (${page.statuses[v]})`));
     fillSelect(groupSelect, ["", ...page.groups], filter.group, (v) => (v === "" ? "all" : v));
     count.textContent = `${page.matched} of ${page.total} samples`;
     body.replaceChildren(...page.rows.map((row) => sampleRow(id, row, pybench, url())));
@@ -298,6 +303,11 @@ async function runView(id, params) {
   });
 }
 
+/** The mark of a sample that gamed its tests, naming the kinds of what it did. */
+function gamedBadge(kinds) {
+  return el("span", { class: "badge gamed", title: `gamed its tests: ${kinds.join(", ")}` }, "gamed");
+}
+
 function fillSelect(select, values, chosen, label) {
   select.replaceChildren(...values.map((v) => el("option", { value: v, selected: v === chosen }, label(v))));
 }
@@ -313,7 +323,7 @@ function sampleRow(id, row, pybench, query) {
   }
   return el("tr", { class: "click", onclick: open },
     el("td", { class: "num" }, el("a", { href }, String(row.index))), el("td", {}, row.task_id),
-    el("td", {}, badge(row.status)), el("td", {}, row.test || ""),
+    el("td", {}, badge(row.status), row.gamed ? [" ", gamedBadge(row.gamed)] : null), el("td", {}, row.test || ""),
     el("td", { class: "reason", title: row.reason }, row.reason),
     el("td", { class: "num" }, secs(row.seconds)), el("td", { class: "num" }, mib(row.memory_bytes)));
 }
@@ -335,8 +345,13 @@ async function sampleView(id, index, params) {
   const record = detail.record || {};
   const tests = record.tests || detail.tests || [];
   const failing = tests.filter((t) => !["pass", "skip", "xfail"].includes(t.result));
+  // Only a pass is a pass: a skip or an expected failure is counted apart, by result.
+  const others = {};
+  for (const t of tests) if (t.result !== "pass") others[t.result] = (others[t.result] || 0) + 1;
+  const passed = tests.length - Object.values(others).reduce((a, b) => a + b, 0);
+  const otherText = Object.entries(others).map(([r, n]) => `${r} ${n}`).join(", ");
   show(
-    el("h1", {}, `${row.task_id} · sample ${row.index} `, badge(row.status)),
+    el("h1", {}, `${row.task_id} · sample ${row.index} `, badge(row.status), row.gamed ? [" ", gamedBadge(row.gamed)] : null),
     el("p", {}, row.reason),
     el("div", { class: "facts" },
       el("span", {}, "time ", el("b", {}, secs(row.seconds))),
@@ -346,7 +361,8 @@ async function sampleView(id, index, params) {
       record.isolation ? el("span", {}, "isolation ", el("b", {}, record.isolation)) : null,
       record.infra ? el("span", {}, "set apart: ", el("b", {}, `${record.infra.cause}: ${record.infra.detail}`)) : null,
       row.groups.length ? el("span", {}, "libraries ", el("b", {}, row.groups.join(", "))) : null),
-    el("h2", {}, `Tests (${tests.length - failing.length} of ${tests.length} passed)`),
+    integrityBlock(record.integrity),
+    el("h2", {}, `Tests (${passed} of ${tests.length} passed${otherText ? "; " + otherText : ""})`),
     tests.length ? el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "test"), el("th", {}, "result"), el("th", { class: "num" }, "time"))),
       el("tbody", {}, ...tests.map((t) => el("tr", {}, el("td", {}, t.name), el("td", {}, badge(t.result, t.result === "pass" ? "pass" : ["skip", "xfail"].includes(t.result) ? "infra" : "fail")),
         el("td", { class: "num" }, t.seconds === undefined ? "–" : secs(t.seconds)))))) : el("p", { class: "muted" }, "No test reported."),
@@ -360,6 +376,17 @@ async function sampleView(id, index, params) {
     detail.prompt ? el("details", {}, el("summary", {}, "Prompt"), el("pre", {}, detail.prompt)) : null,
     captured("Standard output", record.stdout),
     captured("Standard error", record.stderr));
+}
+
+/** What a sample did to its tests instead of passing them (its record's `integrity`): each
+ * finding with its kind and test. */
+function integrityBlock(findings) {
+  if (!findings || !findings.length) return null;
+  return el("div", { class: "integrity" },
+    el("h2", {}, `Gamed its tests (${plural(findings.length, "finding", "findings")})`),
+    el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "kind"), el("th", {}, "test"), el("th", {}, "what"))),
+      el("tbody", {}, ...findings.map((f) => el("tr", {}, el("td", {}, badge(f.kind, "gamed")),
+        el("td", {}, f.test || "(outside any test)"), el("td", {}, f.what))))));
 }
 
 /** What a model thought before an answer or reply, `{text, cut, redacted, source}`: text in a

@@ -13,6 +13,7 @@
 
 pub mod browser;
 pub mod llama;
+pub mod viewer;
 
 use std::fs::File;
 use std::io::{Read, Seek};

@@ -65,16 +65,8 @@ pub fn summarize(
     let mut officials = BTreeMap::new();
     let mut infra = BTreeMap::new();
     let mut seen = BTreeSet::new();
-    let mut gamed = Gamed::default();
     for result in results.values() {
         seen.insert(result.task_id.as_str());
-        if !result.integrity.is_empty() {
-            gamed.samples += 1;
-            let kinds: BTreeSet<&str> = result.integrity.iter().map(|f| f.kind.as_str()).collect();
-            for kind in kinds {
-                *gamed.by_kind.entry(kind.to_string()).or_insert(0) += 1;
-            }
-        }
         *statuses.entry(result.status.to_string()).or_insert(0) += 1;
         match &result.official {
             Some(verdict) => {
@@ -114,7 +106,7 @@ pub fn summarize(
         statuses,
         official: officials,
         infra,
-        gamed,
+        gamed: Gamed::of(results.values()),
         slowest,
         ground_truth,
         time_policy,

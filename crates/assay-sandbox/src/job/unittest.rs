@@ -160,12 +160,19 @@ impl TestLog {
     ) -> Option<(IntegrityKind, String)> {
         let ended = self.ended.get(name);
         if self.bodies_done.contains(name) {
-            // The body reached its end passing after a part of it (a subtest) ended by an
-            // exception unittest swallowed.
+            // The body reached its end after a part of it (a subtest) ended by an exception
+            // unittest swallowed: passing, or skipped by that subtest.
             return match (result, ended) {
                 (Some(TestResult::Pass), Some(ended)) => {
                     Some((IntegrityKind::EndedEarly, format!("{ended} in a subtest")))
                 }
+                (Some(TestResult::Skip), ended) => Some((
+                    IntegrityKind::Skipped,
+                    ended.map_or_else(
+                        || "a subtest skipped".into(),
+                        |e| format!("{e} in a subtest"),
+                    ),
+                )),
                 _ => None,
             };
         }

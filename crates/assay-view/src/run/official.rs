@@ -53,6 +53,7 @@ pub(super) fn official_rows(file: &OfficialFile) -> Vec<Row> {
                 groups: task_of(None, task_id)
                     .map(|t| t.libs.clone())
                     .unwrap_or_default(),
+                gamed: Vec::new(),
                 haystack: haystack.to_lowercase(),
             }
         })

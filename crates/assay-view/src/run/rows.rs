@@ -34,6 +34,10 @@ pub struct Row {
     pub turns: Option<u32>,
     /// The task's libraries (BigCodeBench) or category (PyBench).
     pub groups: Vec<String>,
+    /// BigCodeBench: the kinds of what the sample did to its tests instead of passing them
+    /// (its record's `integrity`), each once; empty for a sample that did not game them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gamed: Vec<String>,
     /// Lower-cased reason, failing tests and tracebacks, and standard error: what the error
     /// search looks through.
     #[serde(skip)]
@@ -56,8 +60,19 @@ pub(super) fn sample_rows(records: &[SampleRecord], version: Option<&str>) -> Ve
                 haystack.push('\n');
                 haystack.push_str(head(&test.detail, SEARCHABLE_BYTES));
             }
+            for finding in &r.integrity {
+                haystack.push('\n');
+                haystack.push_str(&finding.to_string());
+            }
             haystack.push('\n');
             haystack.push_str(head(&r.stderr.text, SEARCHABLE_BYTES));
+            let mut gamed: Vec<String> = r
+                .integrity
+                .iter()
+                .map(|f| f.kind.as_str().to_string())
+                .collect();
+            gamed.sort();
+            gamed.dedup();
             Row {
                 index: r.index,
                 task_id: r.task_id.clone(),
@@ -70,6 +85,7 @@ pub(super) fn sample_rows(records: &[SampleRecord], version: Option<&str>) -> Ve
                 groups: task_of(version, &r.task_id)
                     .map(|t| t.libs.clone())
                     .unwrap_or_default(),
+                gamed,
                 haystack: haystack.to_lowercase(),
             }
         })
@@ -99,6 +115,7 @@ pub(super) fn episode_rows(records: &[EpisodeRecord]) -> Vec<Row> {
                 memory_bytes: None,
                 turns: Some(r.turns),
                 groups: r.category.iter().cloned().collect(),
+                gamed: Vec::new(),
                 haystack: haystack.to_lowercase(),
             }
         })

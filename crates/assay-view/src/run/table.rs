@@ -14,7 +14,8 @@ use crate::ViewError;
 /// What the table shows: the filters, the order and the page.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct Filter {
-    /// Only this status (`failing`: every judged one that did not pass).
+    /// Only this status (`failing`: every judged one that did not pass; `gamed`: every one
+    /// that gamed its tests, whatever its verdict).
     pub status: Option<String>,
     /// Tasks whose id contains this (a bare number: that task).
     pub task: Option<String>,
@@ -46,6 +47,8 @@ pub struct Page {
     pub statuses: BTreeMap<String, usize>,
     /// Every library or category in the run (for the filter's choices).
     pub groups: Vec<String>,
+    /// Samples of the whole run that gamed their tests (for the filter's choices).
+    pub gamed: usize,
 }
 
 impl RunSource {
@@ -70,6 +73,7 @@ impl RunSource {
             .filter(|r| match filter.status.as_deref() {
                 None | Some("") => true,
                 Some("failing") => r.status != "pass" && r.status != "infra",
+                Some("gamed") => !r.gamed.is_empty(),
                 Some(s) => r.status == s,
             })
             .filter(|r| task.is_none_or(|t| task_matches(&r.task_id, t)))
@@ -106,6 +110,7 @@ impl RunSource {
                 .collect(),
             statuses: state.statuses.clone(),
             groups: state.groups.clone(),
+            gamed: rows.iter().filter(|r| !r.gamed.is_empty()).count(),
         })
     }
 }
