@@ -10,6 +10,7 @@ use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use rustix::fs::{openat2, Dir, FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 use crate::outcome::OutputFile;
 
@@ -45,6 +46,10 @@ pub(crate) fn collect(root: &Path, sub: &str, budget: Budget) -> std::io::Result
 }
 
 /// [`collect`], and every folder under `root/sub` (relative to it, sorted), empty ones too.
+///
+/// `sub` is the job's to change: removed, replaced by a file or a link, or made unreadable, it
+/// holds nothing of the job's (and nothing is read through it). Only a `sub` that leaves
+/// `root` (`..`) is an error: the caller's.
 pub(crate) fn collect_tree(
     root: &Path,
     sub: &str,
@@ -55,13 +60,20 @@ pub(crate) fn collect_tree(
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
-    let dir = openat2(
+    let opened = openat2(
         &root,
         sub,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
         resolve(),
-    )?;
+    );
+    let dir = match opened {
+        Ok(dir) => dir,
+        Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::ACCESS) => {
+            return Ok((Vec::new(), Vec::new()))
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut out = Vec::new();
     let mut dirs = Vec::new();
     let mut left = budget;
@@ -185,8 +197,16 @@ mod tests {
         assert_eq!(files[0].data.len(), 10);
         assert!(files[0].truncated);
         assert_eq!(files[0].size, 100);
+        // A folder the job replaced by a link, or by a file, holds nothing; leaving the root
+        // is the caller's error.
         std::os::unix::fs::symlink("/", root.path().join("escape")).unwrap();
-        assert!(collect(root.path(), "escape", Budget::default()).is_err());
+        assert!(collect(root.path(), "escape", Budget::default())
+            .unwrap()
+            .is_empty());
+        std::fs::write(root.path().join("plain"), "x").unwrap();
+        assert!(collect(root.path(), "plain", Budget::default())
+            .unwrap()
+            .is_empty());
         assert!(collect(root.path(), "../", Budget::default()).is_err());
         assert!(
             is_plain_relative("a/b.txt") && !is_plain_relative("../x") && !is_plain_relative("/x")

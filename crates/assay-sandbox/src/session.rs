@@ -391,7 +391,6 @@ impl Session {
                 let dirs = dirs.into_iter().map(|d| format!("{prefix}{d}")).collect();
                 Ok(Tree { files, dirs })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Tree::default()),
             Err(e) => Err(Error::Sandbox(format!("reading the session's files: {e}"))),
         }
     }

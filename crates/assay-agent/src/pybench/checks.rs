@@ -153,7 +153,7 @@ impl Judge<'_> {
             }
             match self.gather(index, check, &mut copies) {
                 Ok(()) => pending.push((name, check)),
-                Err(why) => *slot = Some(verdict(Status::Infra, why)),
+                Err(decided) => *slot = Some(decided),
             }
         }
         if !pending.is_empty() {
@@ -171,28 +171,51 @@ impl Judge<'_> {
     }
 
     /// The files a file check reads, copied for its job: outputs (one task's, or the task
-    /// upstream's test reads instead) and reference inputs. What is missing here makes the
-    /// verdict `infra`; a missing output is the check's own business (it fails).
-    fn gather(&self, index: &str, check: &Value, copies: &mut Copies) -> Result<(), String> {
+    /// upstream's test reads instead) and reference inputs. The verdict, when gathering
+    /// decides it: `infra` for what is missing here (the outputs, a reference input), `fail`
+    /// for outputs beyond what a check reads (the episode wrote them); a missing output is
+    /// the check's own business (it fails).
+    fn gather(&self, index: &str, check: &Value, copies: &mut Copies) -> Result<(), CheckVerdict> {
         let owner = reads_outputs_of(index, check);
         for path in paths_in(check) {
             // `output/151/` names a folder: its files, and the folder even when empty.
             let path = path.trim_end_matches('/');
             if let Some(rest) = path.strip_prefix("output/") {
                 let Some(dir) = self.outputs.dir_of(owner) else {
-                    return Err(
+                    return Err(verdict(
+                        Status::Infra,
                         "the episode's output files are not available (pass --outputs)".into(),
-                    );
+                    ));
                 };
-                copies.add(&dir, rest, path)?;
+                copies.add(&dir, rest, path).map_err(|why| match why {
+                    CopyError::TooLarge => verdict(
+                        Status::Fail,
+                        format!(
+                            "the episode's outputs the check reads exceed {} MiB",
+                            CHECK_INPUT_BYTES >> 20
+                        ),
+                    ),
+                    CopyError::Unreadable(why) => verdict(Status::Infra, why),
+                })?;
             } else if path.starts_with("data/") {
                 if !self.data.join(path).is_file() {
-                    return Err(format!(
-                        "the check's input {path} is missing from {}",
-                        self.data.display()
+                    return Err(verdict(
+                        Status::Infra,
+                        format!(
+                            "the check's input {path} is missing from {}",
+                            self.data.display()
+                        ),
                     ));
                 }
-                copies.add(self.data, path, path)?;
+                copies.add(self.data, path, path).map_err(|why| {
+                    let why = match why {
+                        CopyError::TooLarge => {
+                            format!("the check's files exceed {} MiB", CHECK_INPUT_BYTES >> 20)
+                        }
+                        CopyError::Unreadable(why) => why,
+                    };
+                    verdict(Status::Infra, why)
+                })?;
             }
         }
         Ok(())
@@ -229,6 +252,10 @@ impl Judge<'_> {
             ..Limits::default()
         });
         let outcome = self.engine.run_unittest(job).await;
+        // Code of the episode's can run in the job (an unpickled output): a job it tampered
+        // with decides no check.
+        let gamed = assay_records::integrity::reason(&outcome.integrity)
+            .map(|how| verdict(Status::Fail, format!("the outputs gamed the check: {how}")));
         pending
             .iter()
             .map(|(name, _)| {
@@ -236,15 +263,16 @@ impl Judge<'_> {
                     .tests
                     .iter()
                     .find(|t| t.name == format!("test_{name}"));
-                let v = match (outcome.status, test) {
-                    (Status::Infra, _) => verdict(
+                let v = match (&gamed, outcome.status, test) {
+                    (Some(gamed), _, _) => gamed.clone(),
+                    (None, Status::Infra, _) => verdict(
                         Status::Infra,
                         format!("the check could not run: {}", outcome.reason),
                     ),
-                    (_, Some(t)) if t.result == TestResult::Pass => {
+                    (None, _, Some(t)) if t.result == TestResult::Pass => {
                         verdict(Status::Pass, "the check holds".into())
                     }
-                    (_, Some(t)) if !t.detail.is_empty() => {
+                    (None, _, Some(t)) if !t.detail.is_empty() => {
                         verdict(Status::Fail, last_line(&t.detail))
                     }
                     _ => verdict(Status::Fail, outcome.reason.clone()),
@@ -337,21 +365,43 @@ struct Copies {
     bytes: u64,
 }
 
+/// Why files could not be given to a check job.
+enum CopyError {
+    /// They exceed what a job is given.
+    TooLarge,
+    /// The harness could not read them: why.
+    Unreadable(String),
+}
+
 impl Copies {
-    /// Copies `root/rel` (a file, or a folder with everything under it) as `as_path`;
-    /// nothing when it does not exist (the check then says so). Links are not followed.
-    fn add(&mut self, root: &Path, rel: &str, as_path: &str) -> Result<(), String> {
+    /// Copies `root/rel` as `as_path`: a file, or a folder with what a check reads of one
+    /// (`os.listdir` and existence: its files, and its folders as empty ones); nothing when it
+    /// does not exist (the check then says so). Links are not followed.
+    fn add(&mut self, root: &Path, rel: &str, as_path: &str) -> Result<(), CopyError> {
+        self.add_entry(root, rel, as_path, true)
+    }
+
+    fn add_entry(
+        &mut self,
+        root: &Path,
+        rel: &str,
+        as_path: &str,
+        open_folders: bool,
+    ) -> Result<(), CopyError> {
         let source = root.join(rel);
+        let unreadable =
+            |e: std::io::Error| CopyError::Unreadable(format!("reading {}: {e}", source.display()));
         let Ok(meta) = std::fs::symlink_metadata(&source) else {
             return Ok(());
         };
         if meta.is_dir() {
             self.dirs.push(as_path.to_string());
-            let entries = std::fs::read_dir(&source)
-                .map_err(|e| format!("reading {}: {e}", source.display()))?;
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                self.add(root, &format!("{rel}/{name}"), &format!("{as_path}/{name}"))?;
+            if open_folders {
+                for entry in std::fs::read_dir(&source).map_err(unreadable)?.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let (rel, as_path) = (format!("{rel}/{name}"), format!("{as_path}/{name}"));
+                    self.add_entry(root, &rel, &as_path, false)?;
+                }
             }
             return Ok(());
         }
@@ -360,13 +410,9 @@ impl Copies {
         }
         self.bytes += meta.len();
         if self.bytes > CHECK_INPUT_BYTES {
-            return Err(format!(
-                "the check's files exceed {} MiB",
-                CHECK_INPUT_BYTES >> 20
-            ));
+            return Err(CopyError::TooLarge);
         }
-        let data =
-            std::fs::read(&source).map_err(|e| format!("reading {}: {e}", source.display()))?;
+        let data = std::fs::read(&source).map_err(unreadable)?;
         self.files.push(InputFile {
             path: as_path.to_string(),
             data,

@@ -252,7 +252,10 @@ impl Context<'_> {
     }
 
     /// Writes what the episode left in `./output/` under `tasks/<index>/output/`: its folders
-    /// (empty ones too) and files; returns the files' names (a file cut at the budget says so).
+    /// (empty ones too) and files; returns the files' names (a file cut at the budget, or not
+    /// kept for its name, says so). The names are the episode's: one the run directory cannot
+    /// hold is left out (the checks then miss it), never an error of the harness's, which
+    /// would set the task apart as `infra` instead of judging it.
     fn keep_outputs(&self, task: &Task, kept: Tree) -> std::io::Result<Vec<String>> {
         let dir = self.out.join(TASKS_DIR).join(&task.index);
         if dir.exists() {
@@ -260,20 +263,23 @@ impl Context<'_> {
         }
         std::fs::create_dir_all(dir.join("output"))?;
         for folder in &kept.dirs {
-            std::fs::create_dir_all(dir.join(folder))?;
+            refused_name(std::fs::create_dir_all(dir.join(folder)))?;
         }
         let mut names = Vec::new();
         for file in kept.files {
             let target = dir.join(&file.path);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
+            let written = match target.parent() {
+                Some(parent) => std::fs::create_dir_all(parent),
+                None => Ok(()),
             }
-            std::fs::write(&target, &file.data)?;
+            .and_then(|()| std::fs::write(&target, &file.data));
             let name = file.path.trim_start_matches("output/").to_string();
-            names.push(if file.truncated {
-                format!("{name} (cut at {} of {} bytes)", file.data.len(), file.size)
-            } else {
-                name
+            names.push(match refused_name(written)? {
+                Some(why) => format!("{name} (not kept: {why})"),
+                None if file.truncated => {
+                    format!("{name} (cut at {} of {} bytes)", file.data.len(), file.size)
+                }
+                None => name,
             });
         }
         Ok(names)
@@ -298,6 +304,24 @@ impl Context<'_> {
                 cell
             })
             .collect()
+    }
+}
+
+/// Of a write of one of an episode's files: the error, when the file system refused the name
+/// the episode chose (too long once decoded, or the name of a folder too), as what to say of
+/// it; any other error (a full or failing disk) as the harness's.
+fn refused_name(written: std::io::Result<()>) -> std::io::Result<Option<std::io::Error>> {
+    match written {
+        Ok(()) => Ok(None),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENAMETOOLONG | libc::EISDIR | libc::ENOTDIR | libc::EEXIST)
+            ) =>
+        {
+            Ok(Some(e))
+        }
+        Err(e) => Err(e),
     }
 }
 
