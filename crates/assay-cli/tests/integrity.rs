@@ -296,12 +296,7 @@ fn shown_by_the_viewer(dir: &Path, gamed: usize, samples: usize) {
         );
     }
     browser.screenshot(&shots().join("view-gamed-sample.png"));
-    browser.eval("1");
-    assert!(
-        browser.console.is_empty(),
-        "the page spoke: {:#?}",
-        browser.console
-    );
+    browser.assert_silent();
 }
 
 /// Where screenshots go, with the viewer's own (`tests/view.rs`).

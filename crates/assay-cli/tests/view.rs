@@ -116,15 +116,6 @@ fn shots() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }
 
-fn assert_silent(browser: &mut Browser) {
-    browser.eval("1"); // collects what the page said meanwhile
-    assert!(
-        browser.console.is_empty(),
-        "the page spoke: {:#?}",
-        browser.console
-    );
-}
-
 fn assert_not_injected(browser: &mut Browser) {
     assert_eq!(browser.eval("document.title"), json!("assay view"));
     let injected = "document.querySelectorAll('main script, main img[src=\"x\"]').length + \
@@ -287,7 +278,7 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
         );
     }
     browser.screenshot(&shots().join("view-diff.png"));
-    assert_silent(&mut browser);
+    browser.assert_silent();
 
     // The check above hears the page: a page that logs is caught.
     browser.eval("console.error('heard'), true");
@@ -424,7 +415,7 @@ fn the_viewer_follows_a_run_in_progress() {
     assert_eq!(runs[0]["state"], "finished");
     assert_eq!(runs[0]["judged"], 4);
     assert_eq!(runs[0]["statuses"], finished_counts, "{runs}");
-    assert_silent(&mut browser);
+    browser.assert_silent();
 }
 
 /// A PyBench episode ended by a server that refused a conversation too long for the model's
@@ -471,6 +462,6 @@ fn the_viewer_quotes_the_server_that_ended_an_episode() {
     );
     assert!(browser.text().contains("context_full"));
     assert_not_injected(&mut browser);
-    assert_silent(&mut browser);
+    browser.assert_silent();
     browser.screenshot(&shots().join("view-context-full.png"));
 }

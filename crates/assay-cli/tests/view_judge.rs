@@ -299,15 +299,6 @@ fn follow(browser: &mut Browser, title: &str, task: &str) {
     ));
 }
 
-fn assert_silent(browser: &mut Browser) {
-    browser.eval("1"); // collects what the page said meanwhile
-    assert!(
-        browser.console.is_empty(),
-        "the page spoke: {:#?}",
-        browser.console
-    );
-}
-
 fn assert_contains(page: &str, expected: &[&str]) {
     for part in expected {
         assert!(page.contains(part), "{part:?} is not on the page:\n{page}");
@@ -354,7 +345,7 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
             "not answered, a rerun asks again (1)",
         ],
     );
-    assert_silent(&mut browser);
+    browser.assert_silent();
     browser.screenshot(&shots().join("view-judge-run.png"));
 
     // Each list's tasks link to their episodes.
@@ -432,7 +423,7 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
     assert!(browser
         .text()
         .contains("<script>document.title='pwned'</script>"));
-    assert_silent(&mut browser);
+    browser.assert_silent();
     browser.screenshot(&shots().join("view-judge-episode.png"));
 
     // A task whose two trajectories are the same was asked once.
@@ -499,6 +490,6 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
             "preference changed (1): PyBench/7",
         ],
     );
-    assert_silent(&mut browser);
+    browser.assert_silent();
     browser.screenshot(&shots().join("report-judge.png"));
 }

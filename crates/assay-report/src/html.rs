@@ -100,29 +100,25 @@ fn runs_table(out: &mut String, report: &Report) {
     }
     out.push_str("</table>");
     for run in report.runs.iter() {
-        if let Some(line) = crate::gamed_line(run) {
-            let _ = write!(
-                out,
-                "<p class=\"gamed\">{} gamed their tests: {}</p>",
-                escape(&run.label),
-                escape(&line)
-            );
-        }
-        if let Some(line) = crate::reasoning_line(run) {
-            let _ = write!(
-                out,
-                "<p class=\"reasoning\">{} reasoning: {}</p>",
-                escape(&run.label),
-                escape(&line)
-            );
-        }
-        if let Some(found) = &run.stability {
-            let _ = write!(
-                out,
-                "<p class=\"stability\">{} stability: {}</p>",
-                escape(&run.label),
-                escape(&crate::stability_line(found))
-            );
+        // Each line a run has, as a paragraph: (its class, what it is, the line).
+        let lines = [
+            ("gamed", "gamed their tests", crate::gamed_line(run)),
+            ("reasoning", "reasoning", crate::reasoning_line(run)),
+            (
+                "stability",
+                "stability",
+                run.stability.as_ref().map(crate::stability_line),
+            ),
+        ];
+        for (class, what, line) in lines {
+            if let Some(line) = line {
+                let _ = write!(
+                    out,
+                    "<p class=\"{class}\">{} {what}: {}</p>",
+                    escape(&run.label),
+                    escape(&line)
+                );
+            }
         }
     }
 }

@@ -217,6 +217,17 @@ impl Browser {
             .to_string()
     }
 
+    /// Fails unless the page has said nothing on its console (no message, exception or
+    /// refused load) since it was started.
+    pub fn assert_silent(&mut self) {
+        self.eval("1"); // collects what the page said meanwhile
+        assert!(
+            self.console.is_empty(),
+            "the page spoke: {:#?}",
+            self.console
+        );
+    }
+
     /// Types `value` into the input `selector` as a user does (an `input` event per change).
     pub fn type_into(&mut self, selector: &str, value: &str) {
         let script = format!(
