@@ -218,7 +218,7 @@ async function runView(id, params) {
         el("span", {}, "judged ", el("b", {}, s.expected ? `${s.judged} of ${s.expected}` : String(s.judged))),
         f && f.wall_seconds ? el("span", {}, "wall ", el("b", {}, secs(f.wall_seconds))) : null,
         f && f.tokens ? el("span", {}, "tokens ", el("b", {}, tokensText(f.tokens))) : null,
-        f && f.gamed ? el("span", { class: "gamed-fact" }, "gamed their tests ",
+        f && f.gamed ? el("span", {}, "gamed their tests ",
           el("b", {}, `${plural(f.gamed.samples, "sample", "samples")} (${Object.entries(f.gamed.by_kind).map(([k, n]) => `${k} ${n}`).join(", ")})`)) : null,
         f && (f.thinking || f.cut_while_thinking) ? el("span", {}, "thinking ", el("b", {}, [
           f.thinking ? `${plural(f.thinking, "answer", "answers")} came with it` : null,
