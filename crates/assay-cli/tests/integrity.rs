@@ -12,8 +12,8 @@ use common::{assay_command, lines, task, text, write_answers};
 use serde_json::{json, Value};
 
 /// Tasks the `test` environment runs, whose reference solutions pass there, and every attack
-/// below passes officially (task 1's tests use subtests).
-const TASKS: [u32; 2] = [1, 3];
+/// below passes officially (task 1's tests use subtests, task 5's patch `random`).
+const TASKS: [u32; 3] = [1, 3, 5];
 
 /// Each way of gaming the tests: its name, the code appended to the answer, what the
 /// reason must say, and the kind of finding recorded.
@@ -192,7 +192,7 @@ fn gamed_answers_fail_with_what_they_did_and_are_counted_apart() {
 }
 
 /// What every kind came to, as reports write it, and the tasks.
-const KINDS: &str = "altered 2, ended-early 2, not-run 2, skipped 4, tampered 4";
+const KINDS: &str = "altered 3, ended-early 3, not-run 3, skipped 6, tampered 6";
 
 /// `assay report` counts the gamed samples of both runs (judged `fail`, and `pass` as the
 /// official harness judges them) in the terminal, the JSON and the HTML page.
@@ -209,7 +209,7 @@ fn shown_by_the_report(dir: &Path, gamed: usize) {
     };
     let terminal = report(&[]);
     let line =
-        format!("gamed their tests: {gamed} samples ({KINDS}) in BigCodeBench/1, BigCodeBench/3");
+        format!("gamed their tests: {gamed} samples ({KINDS}) in BigCodeBench/1, BigCodeBench/3, BigCodeBench/5");
     assert_eq!(
         terminal.lines().filter(|l| l.trim_start() == line).count(),
         2,
@@ -220,7 +220,7 @@ fn shown_by_the_report(dir: &Path, gamed: usize) {
         assert_eq!(run["gamed"]["samples"], gamed, "{run}");
         assert_eq!(
             run["gamed"]["tasks"],
-            json!(["BigCodeBench/1", "BigCodeBench/3"])
+            json!(["BigCodeBench/1", "BigCodeBench/3", "BigCodeBench/5"])
         );
     }
     // The runs fail and pass the same tasks otherwise: their pass@1 tells them apart.
