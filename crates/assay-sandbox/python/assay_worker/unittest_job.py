@@ -315,7 +315,7 @@ def run(spec, emit, module_name="__test__", watch=True):
             witness = _integrity.Witness(compiled, snapshot, emit)
             if watch:
                 # For the rest of the job process's life: an audit hook cannot be removed.
-                sys.addaudithook(witness.audit)
+                sys.addaudithook(witness.hook())
             exec(compiled.code, module.__dict__)
             # The answer's module ran; the test source's own module code comes next, with the
             # witness its bodies call.

@@ -161,6 +161,22 @@ class TestCases(unittest.TestCase):
         self.assertEqual([t["outcome"] for t in ev["test"]], ["skip", "skip"])
         self.assertEqual(ev["test"][0]["ended"], {"type": "SkipTest", "raised_in": "task_func"})
 
+    def test_rewriting_the_audit_hook_is_seen_by_it(self):
+        # The hook, found among the collector's objects, has what it needs as defaults: an
+        # answer that swaps them for a watched set without events, then rewrites an
+        # assertion in place, is seen doing the first.
+        code = (
+            "import gc, types, unittest\n"
+            "for f in gc.get_objects():\n"
+            "    if isinstance(f, types.FunctionType) and f.__name__ == 'hook' and f.__defaults__:\n"
+            "        f.__defaults__ = (frozenset(), f.__defaults__[1])\n"
+            "unittest.TestCase.assertEqual.__code__ = (lambda *a, **k: None).__code__\n"
+            "def task_func(x):\n    return 0\n")
+        ev = run(code)
+        self.assertEqual([t["outcome"] for t in ev["test"]], ["pass", "pass"])
+        what = found(ev["tests_done"][0])
+        self.assertIn("Witness.hook.<locals>.hook.__defaults__ rewritten", what)
+
     def test_the_witness_refuses_a_call_from_other_code(self):
         code = "def task_func(x):\n    __assay_done__()\n    return 2 * x\n"
         ev = run(code)
