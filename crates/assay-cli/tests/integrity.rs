@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::browser::Browser;
+use common::browser::{assert_contains, Browser};
 use common::viewer::Server;
 use common::{assay_command, lines, task, text, write_answers};
 use serde_json::{json, Value};
@@ -263,10 +263,9 @@ fn shown_by_the_viewer(dir: &Path, gamed: usize, samples: usize) {
         "document.body.innerText.includes('{samples} of {samples} samples')"
     ));
     let head = browser.text();
-    let fact = format!("gamed their tests {gamed} samples ({KINDS})");
-    assert!(
-        head.contains(&fact),
-        "{fact} is not on the run page:\n{head}"
+    assert_contains(
+        &head,
+        &[&format!("gamed their tests {gamed} samples ({KINDS})")],
     );
     browser.choose("select[name=status]", "gamed");
     browser.wait_for(&format!(
@@ -285,16 +284,14 @@ fn shown_by_the_viewer(dir: &Path, gamed: usize, samples: usize) {
     browser.eval("document.querySelector('table.samples tbody tr').click(), true");
     browser.wait_for("document.querySelector('.integrity') !== null");
     let sample = browser.text();
-    for expected in [
-        "Gamed its tests (3 findings)",
-        "SkipTest raised from task_func in a subtest",
-        "Tests (0 of 3 passed; skip 3)",
-    ] {
-        assert!(
-            sample.contains(expected),
-            "{expected} is not on the sample page:\n{sample}"
-        );
-    }
+    assert_contains(
+        &sample,
+        &[
+            "Gamed its tests (3 findings)",
+            "SkipTest raised from task_func in a subtest",
+            "Tests (0 of 3 passed; skip 3)",
+        ],
+    );
     browser.screenshot(&shots().join("view-gamed-sample.png"));
     browser.assert_silent();
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::browser::Browser;
+use common::browser::{assert_contains, Browser};
 use common::viewer::Server;
 use common::{assay_command, official_results, pybench_data, pybench_env, text};
 use serde_json::{json, Value};
@@ -144,19 +144,17 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
     browser.goto(&format!("{}/", server.url));
     browser.wait_for("document.querySelectorAll('table.runs tbody tr').length === 5");
     let page = browser.text();
-    for expected in [
-        "bcb",
-        "pybench",
-        "checkpoint-200",
-        "18.2% [12.2%, 24.3%]",
-        "10.8% [6.1%, 16.2%]",
-        "50.0%",
-    ] {
-        assert!(
-            page.contains(expected),
-            "{expected} is not on the runs page:\n{page}"
-        );
-    }
+    assert_contains(
+        &page,
+        &[
+            "bcb",
+            "pybench",
+            "checkpoint-200",
+            "18.2% [12.2%, 24.3%]",
+            "10.8% [6.1%, 16.2%]",
+            "50.0%",
+        ],
+    );
     browser.screenshot(&shots().join("view-runs.png"));
 
     // Filters, typed and chosen as a user does, against counts made from the file itself.
@@ -204,19 +202,17 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
     browser.goto(&format!("{}/#/run/0/sample/2", server.url));
     browser.wait_for("document.body.innerText.includes('Traceback')");
     let page = browser.text();
-    for expected in [
-        "BigCodeBench/3",
-        "Code that ran (sanitized)",
-        "Standard output",
-        "<script>document.title='pwned'</script>",
-        "</textarea><b>bold</b>",
-        "AssertionError",
-    ] {
-        assert!(
-            page.contains(expected),
-            "{expected} is not on the sample page:\n{page}"
-        );
-    }
+    assert_contains(
+        &page,
+        &[
+            "BigCodeBench/3",
+            "Code that ran (sanitized)",
+            "Standard output",
+            "<script>document.title='pwned'</script>",
+            "</textarea><b>bold</b>",
+            "AssertionError",
+        ],
+    );
     assert_not_injected(&mut browser);
     browser.screenshot(&shots().join("view-sample.png"));
 
@@ -227,21 +223,19 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
         "[...document.querySelectorAll('.shots img')].some(i => i.complete && i.naturalWidth > 0)",
     );
     let page = browser.text();
-    for expected in [
-        "Turn 1",
-        "Turn 2",
-        "Turn 3",
-        "drawn",
-        "ValueError",
-        "Jump to the first error (turn 2)",
-        "evil.html",
-        "Finished: <script>",
-    ] {
-        assert!(
-            page.contains(expected),
-            "{expected} is not on the episode page:\n{page}"
-        );
-    }
+    assert_contains(
+        &page,
+        &[
+            "Turn 1",
+            "Turn 2",
+            "Turn 3",
+            "drawn",
+            "ValueError",
+            "Jump to the first error (turn 2)",
+            "evil.html",
+            "Finished: <script>",
+        ],
+    );
     assert_not_injected(&mut browser);
     browser.eval("document.querySelector('button.jump').click(), true");
     browser.wait_for("window.scrollY > 0 && document.getElementById('turn-2').getBoundingClientRect().top >= 0 && document.getElementById('turn-2').getBoundingClientRect().top < innerHeight && document.getElementById('turn-2').classList.contains('flash')");
@@ -266,17 +260,15 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
     browser.goto(&format!("{}/#/diff/2/3", server.url));
     browser.wait_for("document.body.innerText.includes('McNemar')");
     let page = browser.text();
-    for expected in [
-        "7 won · 18 lost",
-        "McNemar exact p = 0.0433",
-        "-7.4%",
-        "25 tasks",
-    ] {
-        assert!(
-            page.contains(expected),
-            "{expected} is not on the diff page:\n{page}"
-        );
-    }
+    assert_contains(
+        &page,
+        &[
+            "7 won · 18 lost",
+            "McNemar exact p = 0.0433",
+            "-7.4%",
+            "25 tasks",
+        ],
+    );
     browser.screenshot(&shots().join("view-diff.png"));
     browser.assert_silent();
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use assay_records::{Identity, JudgeFigures, JudgementRecord, Kind, Manifest};
 use assay_view::{serve, Viewer};
-use common::browser::Browser;
+use common::browser::{assert_contains, Browser};
 use common::{assay_command, text};
 use serde_json::{json, Value};
 
@@ -297,12 +297,6 @@ fn follow(browser: &mut Browser, title: &str, task: &str) {
          && document.querySelector('section.judgements')",
         task = json!(format!("{task} "))
     ));
-}
-
-fn assert_contains(page: &str, expected: &[&str]) {
-    for part in expected {
-        assert!(page.contains(part), "{part:?} is not on the page:\n{page}");
-    }
 }
 
 #[test]

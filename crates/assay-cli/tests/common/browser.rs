@@ -277,3 +277,10 @@ impl Drop for Browser {
         let _ = self.child.wait();
     }
 }
+
+/// Fails unless `page` (a page's text) shows every one of `expected`, naming what it lacks.
+pub fn assert_contains(page: &str, expected: &[&str]) {
+    for part in expected {
+        assert!(page.contains(part), "{part:?} is not on the page:\n{page}");
+    }
+}
