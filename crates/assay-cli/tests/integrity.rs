@@ -1,6 +1,8 @@
 //! Verdicts that cannot be gamed, as a user meets them: answers written to pass real
-//! BigCodeBench tasks without solving them, judged by `assay eval`, and the same judged as the
-//! official harness does (`--gamed-as-official`).
+//! BigCodeBench tasks without solving them (skipping or ending their tests, altering the test
+//! class, patching or rewriting unittest, returning a value equal by its own word), judged by
+//! `assay eval`, and the same judged as the official harness does (`--gamed-as-official`);
+//! then counted by `assay report` and picked out by `assay view`.
 
 mod common;
 
@@ -102,8 +104,10 @@ fn samples(dir: &Path) -> Vec<(String, Option<usize>)> {
     expected
 }
 
-fn eval(dir: &Path, out: &str, extra: &[&str]) -> Value {
-    let tasks = TASKS.map(|n| format!("BigCodeBench/{n}")).join(",");
+/// `assay eval` of the answers in `dir` on `tasks`, into `out`: its JSON summary.
+fn eval(dir: &Path, tasks: &[u32], out: &str, extra: &[&str]) -> Value {
+    let tasks: Vec<String> = tasks.iter().map(|n| format!("BigCodeBench/{n}")).collect();
+    let tasks = tasks.join(",");
     let mut command = assay_command(dir);
     command.args([
         "eval",
@@ -131,7 +135,7 @@ fn gamed_answers_fail_with_what_they_did_and_are_counted_apart() {
     let expected = samples(dir.path());
     let gamed = TASKS.len() * ATTACKS.len();
 
-    let summary = eval(dir.path(), "run", &[]);
+    let summary = eval(dir.path(), &TASKS, "run", &[]);
     assert_eq!(summary["samples"], expected.len());
     assert_eq!(summary["gamed"]["samples"], gamed, "{}", summary["gamed"]);
     let n = TASKS.len();
@@ -175,7 +179,7 @@ fn gamed_answers_fail_with_what_they_did_and_are_counted_apart() {
 
     // As the official harness judges them: every gamed answer passes (it counts failures and
     // errors only), and is still counted and named.
-    let official = eval(dir.path(), "run-official", &["--gamed-as-official"]);
+    let official = eval(dir.path(), &TASKS, "run-official", &["--gamed-as-official"]);
     assert_eq!(official["official"], json!({"pass": expected.len()}));
     assert_eq!(official["gamed"]["samples"], gamed);
     let manifest: Value = serde_json::from_str(
@@ -189,6 +193,60 @@ fn gamed_answers_fail_with_what_they_did_and_are_counted_apart() {
 
     shown_by_the_report(dir.path(), gamed);
     shown_by_the_viewer(dir.path(), gamed, expected.len());
+}
+
+/// Tasks whose every test compares `task_func`'s value with `assertEqual`: an answer whose
+/// value says it equals anything passes them officially.
+const COMPARED: [u32; 3] = [297, 670, 733];
+
+/// An answer that returns a value equal, by its own word, to anything.
+const LIAR: &str = "class _Anything:\n    def __eq__(self, other):\n        return True\n\
+                    \x20   def __ne__(self, other):\n        return False\n    __hash__ = None\n\
+                    def task_func(*args, **kwargs):\n    return _Anything()\n";
+
+#[test]
+fn a_value_that_lies_about_equality_fails_and_an_honest_one_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows = Vec::new();
+    for number in COMPARED {
+        let task = task(number);
+        let reference = task.reference_solution();
+        rows.push(json!({"task_id": task.task_id, "solution": format!("{reference}\n{LIAR}")}));
+        rows.push(
+            json!({"task_id": task.task_id, "solution": format!("{reference}\n{OWN_EQUALITY}")}),
+        );
+    }
+    write_answers(dir.path(), &rows);
+    let summary = eval(dir.path(), &COMPARED, "run", &[]);
+    assert_eq!(
+        summary["gamed"]["by_kind"],
+        json!({"equality": COMPARED.len()})
+    );
+    let n = COMPARED.len();
+    assert_eq!(summary["official"], json!({"fail": n, "pass": n}));
+    for record in lines(&dir.path().join("run/results.jsonl")) {
+        let reason = record["reason"].as_str().unwrap();
+        if record["index"].as_u64().unwrap() % 2 == 1 {
+            assert_eq!(record["status"], "pass", "{reason}");
+            continue;
+        }
+        assert_eq!(record["status"], "fail", "{reason}");
+        assert!(
+            reason.starts_with(
+                "a returned value claimed an equality it does not have: \
+                 _Anything.__eq__ claims equality with a"
+            ),
+            "{reason}"
+        );
+    }
+    let official = eval(
+        dir.path(),
+        &COMPARED,
+        "run-official",
+        &["--gamed-as-official"],
+    );
+    // As the official harness judges them: every liar passes.
+    assert_eq!(official["official"], json!({"pass": rows.len()}));
 }
 
 /// What every kind came to, as reports write it, and the tasks.
