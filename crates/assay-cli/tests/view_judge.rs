@@ -15,12 +15,11 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use assay_records::{Identity, JudgeFigures, JudgementRecord, Kind, Manifest};
-use assay_view::{serve, Viewer};
 use common::browser::{assert_contains, Browser};
+use common::viewer::in_process;
 use common::{assay_command, text};
 use serde_json::{json, Value};
 
@@ -258,18 +257,6 @@ fn judged_run(dir: &Path) {
     );
 }
 
-/// Serves `runs` on a free loopback port from a thread of its own; where it listens.
-fn start(runs: &[PathBuf]) -> SocketAddr {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    let viewer = Viewer::new(runs, addr).unwrap();
-    std::thread::spawn(move || runtime.block_on(serve(viewer, listener)));
-    addr
-}
-
 /// The first link of the run page's list of tasks titled `title` (its text and address).
 fn first_link(browser: &mut Browser, title: &str) -> (String, String) {
     let found = browser.eval(&format!(
@@ -304,7 +291,7 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("judged");
     judged_run(&run);
-    let addr = start(std::slice::from_ref(&run));
+    let addr = in_process(std::slice::from_ref(&run));
     let mut browser = Browser::start(1400, 1000);
 
     // The run's page: both judgings, their figures and the tasks they single out.

@@ -10,15 +10,14 @@
 
 mod common;
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::viewer::in_process;
 use common::{browser, run_bounded};
 
 use assay_records::{Identity, Kind, Manifest};
-use assay_view::{serve, Viewer};
 use serde_json::{json, Value};
 
 /// Markup a model might think: it must read as these characters on the page.
@@ -118,18 +117,6 @@ fn pybench(dir: &Path) {
     );
 }
 
-/// Serves `runs` on a free loopback port from a thread of its own; where it listens.
-fn start(runs: &[PathBuf]) -> SocketAddr {
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    let viewer = Viewer::new(runs, addr).unwrap();
-    std::thread::spawn(move || runtime.block_on(serve(viewer, listener)));
-    addr
-}
-
 /// The page at `url` as chromium leaves it once the app has drawn it (bounded: a browser that
 /// hangs fails the test).
 fn rendered(url: &str) -> String {
@@ -166,7 +153,7 @@ fn thinking_shows_apart_closed_and_as_the_text_it_is() {
     let (bcb, py) = (dir.path().join("bcb"), dir.path().join("py"));
     bigcodebench(&bcb);
     pybench(&py);
-    let addr = start(&[bcb, py]);
+    let addr = in_process(&[bcb, py]);
 
     let sample = rendered(&format!("http://{addr}/#/run/0/sample/0"));
     let thinking = block(&sample, "<details class=\"thinking cut\">");

@@ -1,12 +1,14 @@
 //! `assay view` as a user starts it (`assay view --port 0 RUN...`), and its HTTP answers read
 //! as sent: requests written by hand, so that a test can send what a browser would normalize.
+//! Or the viewer served in the test's own process, for pages a browser only renders.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::Path;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use assay_view::{serve, Viewer};
 use serde_json::Value;
 
 use super::assay_command;
@@ -81,4 +83,17 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Serves `runs` in this process, on a free loopback port, from a thread of its own; where it
+/// listens.
+pub fn in_process(runs: &[PathBuf]) -> SocketAddr {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let viewer = Viewer::new(runs, addr).unwrap();
+    std::thread::spawn(move || runtime.block_on(serve(viewer, listener)));
+    addr
 }
