@@ -52,7 +52,7 @@ pub use manifest::{
 };
 pub use outcome::{Captured, Status, TestOutcome, TestResult};
 pub use reasoning::{Effort, ReasoningSettings, ThinkTag, Thinking, ThinkingSource};
-pub use sample::{SampleRecord, RECORD_OUTPUT_BYTES};
+pub use sample::{task_number, SampleRecord, RECORD_OUTPUT_BYTES};
 pub use shard::Shard;
 pub use stability::{
     ChangedIn, ChangedVerdict, PassAt1Range, RoundFigures, StabilityRecord, StabilitySummary,

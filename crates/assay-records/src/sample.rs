@@ -11,6 +11,16 @@ use crate::verdict::{InfraCause, Official};
 /// enough that a run of thousands of samples stays a file one can open.
 pub const RECORD_OUTPUT_BYTES: usize = 16 << 10;
 
+/// A task's number, the last part of its id (`BigCodeBench/13`, `PyBench/13`: 13), for task
+/// order; ids without one sort last.
+pub fn task_number(task_id: &str) -> u64 {
+    task_id
+        .rsplit('/')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
 /// One sample's verdict, as `results.jsonl` stores it (reference runs in the ground-truth
 /// cache use the same record).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::generation::TokenUsage;
 use crate::ground_truth::GroundTruthSummary;
 use crate::isolation::IsolationReport;
-use crate::sample::SampleRecord;
+use crate::sample::{task_number, SampleRecord};
 use crate::time_policy::TimePolicy;
 
 /// pass@k two ways, and what each counts.
@@ -84,15 +84,6 @@ impl Gamed {
             .collect();
         kinds.join(", ")
     }
-}
-
-/// The number a task id ends with (`BigCodeBench/13` → 13), for task order; ids without one
-/// sort last.
-fn task_number(id: &str) -> u64 {
-    id.rsplit('/')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(u64::MAX)
 }
 
 /// What an evaluation came to (`summary.json` of `eval` and `run`).

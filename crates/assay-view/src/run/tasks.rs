@@ -8,14 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use assay_records::Split;
 use assay_tasks::bigcodebench::{Dataset, Subset, VERSIONS};
 
-/// A task's number (the last part of its id), for task order; ids without one sort last.
-pub(crate) fn task_number(task_id: &str) -> u64 {
-    task_id
-        .rsplit('/')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(u64::MAX)
-}
+pub(crate) use assay_records::task_number;
 
 /// The embedded dataset of `version` (the newest when it is not one), loaded once.
 fn dataset(version: Option<&str>) -> Option<&'static Dataset> {
