@@ -187,15 +187,8 @@ impl Judge<'_> {
                         "the episode's output files are not available (pass --outputs)".into(),
                     ));
                 };
-                copies.add(&dir, rest, path).map_err(|why| match why {
-                    CopyError::TooLarge => verdict(
-                        Status::Fail,
-                        format!(
-                            "the episode's outputs the check reads exceed {} MiB",
-                            CHECK_INPUT_BYTES >> 20
-                        ),
-                    ),
-                    CopyError::Unreadable(why) => verdict(Status::Infra, why),
+                copies.add(&dir, rest, path).map_err(|e| {
+                    e.verdict("the episode's outputs the check reads", Status::Fail)
                 })?;
             } else if path.starts_with("data/") {
                 if !self.data.join(path).is_file() {
@@ -207,15 +200,9 @@ impl Judge<'_> {
                         ),
                     ));
                 }
-                copies.add(self.data, path, path).map_err(|why| {
-                    let why = match why {
-                        CopyError::TooLarge => {
-                            format!("the check's files exceed {} MiB", CHECK_INPUT_BYTES >> 20)
-                        }
-                        CopyError::Unreadable(why) => why,
-                    };
-                    verdict(Status::Infra, why)
-                })?;
+                copies
+                    .add(self.data, path, path)
+                    .map_err(|e| e.verdict("the check's files", Status::Infra))?;
             }
         }
         Ok(())
@@ -254,8 +241,13 @@ impl Judge<'_> {
         let outcome = self.engine.run_unittest(job).await;
         // Code of the episode's can run in the job (an unpickled output): a job it tampered
         // with decides no check.
-        let gamed = assay_records::integrity::reason(&outcome.integrity)
-            .map(|how| verdict(Status::Fail, format!("the outputs gamed the check: {how}")));
+        if let Some(how) = assay_records::integrity::reason(&outcome.integrity) {
+            let gamed = verdict(Status::Fail, format!("the outputs gamed the check: {how}"));
+            return pending
+                .iter()
+                .map(|(name, _)| (name.to_string(), gamed.clone()))
+                .collect();
+        }
         pending
             .iter()
             .map(|(name, _)| {
@@ -263,16 +255,15 @@ impl Judge<'_> {
                     .tests
                     .iter()
                     .find(|t| t.name == format!("test_{name}"));
-                let v = match (&gamed, outcome.status, test) {
-                    (Some(gamed), _, _) => gamed.clone(),
-                    (None, Status::Infra, _) => verdict(
+                let v = match (outcome.status, test) {
+                    (Status::Infra, _) => verdict(
                         Status::Infra,
                         format!("the check could not run: {}", outcome.reason),
                     ),
-                    (None, _, Some(t)) if t.result == TestResult::Pass => {
+                    (_, Some(t)) if t.result == TestResult::Pass => {
                         verdict(Status::Pass, "the check holds".into())
                     }
-                    (None, _, Some(t)) if !t.detail.is_empty() => {
+                    (_, Some(t)) if !t.detail.is_empty() => {
                         verdict(Status::Fail, last_line(&t.detail))
                     }
                     _ => verdict(Status::Fail, outcome.reason.clone()),
@@ -371,6 +362,21 @@ enum CopyError {
     TooLarge,
     /// The harness could not read them: why.
     Unreadable(String),
+}
+
+impl CopyError {
+    /// The verdict it decides: `too_large` when the files (`what`) exceed a job's share (the
+    /// episode's doing for its outputs, the harness's for reference inputs), `infra` when the
+    /// harness could not read them.
+    fn verdict(self, what: &str, too_large: Status) -> CheckVerdict {
+        match self {
+            CopyError::TooLarge => verdict(
+                too_large,
+                format!("{what} exceed {} MiB", CHECK_INPUT_BYTES >> 20),
+            ),
+            CopyError::Unreadable(why) => verdict(Status::Infra, why),
+        }
+    }
 }
 
 impl Copies {
