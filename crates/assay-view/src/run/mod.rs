@@ -87,8 +87,10 @@ struct State {
     /// The rows, and the version of the records they were built from (rebuilt when the
     /// records' file changes).
     rows: Vec<Row>,
-    /// Of the rows: how many have each status, and every library or category, sorted.
+    /// Of the rows: how many have each status, how many gamed their tests, and every library
+    /// or category, sorted.
     statuses: BTreeMap<String, usize>,
+    gamed: usize,
     groups: Vec<String>,
     built_from: Option<u64>,
     figures: Option<Figures>,
@@ -150,6 +152,7 @@ impl RunSource {
                 files,
                 rows: Vec::new(),
                 statuses: BTreeMap::new(),
+                gamed: 0,
                 groups: Vec::new(),
                 built_from: None,
                 figures: None,
@@ -254,9 +257,11 @@ impl State {
             }
         };
         self.statuses.clear();
+        self.gamed = 0;
         let mut groups: Vec<String> = Vec::new();
         for row in &self.rows {
             *self.statuses.entry(row.status.clone()).or_default() += 1;
+            self.gamed += usize::from(!row.gamed.is_empty());
             groups.extend(row.groups.iter().cloned());
         }
         groups.sort();

@@ -110,7 +110,7 @@ impl RunSource {
                 .collect(),
             statuses: state.statuses.clone(),
             groups: state.groups.clone(),
-            gamed: rows.iter().filter(|r| !r.gamed.is_empty()).count(),
+            gamed: state.gamed,
         })
     }
 }
