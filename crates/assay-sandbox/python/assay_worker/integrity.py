@@ -21,10 +21,11 @@ facts a pass needs, at points the code does not control:
   entries are snapshot before the answer runs and compared after the answer's module ran, at
   each body's end (before its locals die, so an object's ``__del__`` cannot undo a patch first)
   and at the run's end; the test instance may not gain methods over its class's or change its
-  equality functions (compared at its body's end and after the test); an audit hook, which Python code cannot remove, sees
-  every trace or profile function installed (one can rewrite a test's locals or jump over its
-  assertions) and every rewrite of the code or defaults of a function that judges (unittest's,
-  the runner's, an assertion library's, the test source's), even one undone at once.
+  equality functions (compared at its body's end and after the test); an audit hook, which
+  Python code cannot remove, sees every trace or profile function installed (one can rewrite a
+  test's locals or jump over its assertions) and every rewrite of the code or defaults of a
+  function that judges (unittest's, the runner's, an assertion library's, the test source's),
+  even one undone at once.
 * **Values that claim an equality.** The two operands of each ``assert*`` call statement in a
   test body pass through ``__assay_seen__``: an operand whose ``__eq__``/``__ne__`` is the
   answer's own code is asked, and the other operand's own ``__eq__`` too; a claim of equality
@@ -52,7 +53,7 @@ _FUTURE_FLAGS = 0
 for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
 DONE, ENDED, SEEN = "__assay_done__", "__assay_ended__", "__assay_seen__"
-# Events the audit hook acts on; every other event returns at once.
+# Events that install a trace or profile function.
 _TRACE_EVENTS = frozenset({"sys.settrace", "sys.setprofile"})
 # Every audit event the hook acts on. It is called for every audited event of the job, and
 # a plotting job raises thousands (`id()` in `copy.deepcopy` and matplotlib's transforms), so
@@ -434,9 +435,9 @@ class Witness:
 
     def hook(self):
         """The audit hook to install: a plain function that passes the events it acts on to
-        :meth:`audit` and returns at once on any other (a bound method with its checks cost
-        three times as much per event: a tenth of a plotting job). What it needs is bound as
-        defaults, whose rewriting the hook itself sees, rather than in closure cells, which
+        :meth:`audit` and returns at once on any other (a bound method with its checks costs
+        nearly three times as much per event: ``bench/audit_hook.py``). What it needs is bound
+        as defaults, whose rewriting the hook itself sees, rather than in closure cells, which
         Python code can rewrite unseen."""
         def hook(event, args, watched=_WATCHED, audit=self.audit):
             if event in watched:
