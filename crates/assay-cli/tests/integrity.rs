@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::browser::{assert_contains, Browser};
+use common::browser::{assert_contains, screenshots, Browser};
 use common::viewer::Server;
 use common::{assay_command, lines, task, text, write_answers};
 use serde_json::{json, Value};
@@ -281,7 +281,8 @@ fn shown_by_the_report(dir: &Path, gamed: usize) {
             json!(["BigCodeBench/1", "BigCodeBench/3", "BigCodeBench/5"])
         );
     }
-    // The runs fail and pass the same tasks otherwise: their pass@1 tells them apart.
+    // The gamed samples fail in one run and pass in the other: the count is the same, pass@1
+    // is not.
     assert_ne!(
         json["runs"][0]["pass_at_k"]["1"]["value"],
         json["runs"][1]["pass_at_k"]["1"]["value"]
@@ -337,7 +338,7 @@ fn shown_by_the_viewer(dir: &Path, gamed: usize, samples: usize) {
         browser.eval("[...document.querySelectorAll('select[name=status] option')].find(o => o.value === 'gamed').textContent"),
         json!(format!("gamed its tests ({gamed})"))
     );
-    browser.screenshot(&shots().join("view-gamed.png"));
+    browser.screenshot(&screenshots().join("view-gamed.png"));
     // The first sample: task 1's answer that raises SkipTest.
     browser.eval("document.querySelector('table.samples tbody tr').click(), true");
     browser.wait_for("document.querySelector('.integrity') !== null");
@@ -350,11 +351,6 @@ fn shown_by_the_viewer(dir: &Path, gamed: usize, samples: usize) {
             "Tests (0 of 3 passed; skip 3)",
         ],
     );
-    browser.screenshot(&shots().join("view-gamed-sample.png"));
+    browser.screenshot(&screenshots().join("view-gamed-sample.png"));
     browser.assert_silent();
-}
-
-/// Where screenshots go, with the viewer's own (`tests/view.rs`).
-fn shots() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
 }

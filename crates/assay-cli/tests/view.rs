@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assay_tasks::bigcodebench::{Dataset, Subset};
-use common::browser::{assert_contains, Browser};
+use common::browser::{assert_contains, screenshots, Browser};
 use common::viewer::Server;
 use common::{assay_command, official_results, pybench_data, pybench_env, text};
 use serde_json::{json, Value};
@@ -112,10 +112,6 @@ fn official_matching(path: &Path, needle: &str) -> usize {
         .count()
 }
 
-fn shots() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots")
-}
-
 fn assert_not_injected(browser: &mut Browser) {
     assert_eq!(browser.eval("document.title"), json!("assay view"));
     let injected = "document.querySelectorAll('main script, main img[src=\"x\"]').length + \
@@ -155,7 +151,7 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
             "50.0%",
         ],
     );
-    browser.screenshot(&shots().join("view-runs.png"));
+    browser.screenshot(&screenshots().join("view-runs.png"));
 
     // Filters, typed and chosen as a user does, against counts made from the file itself.
     browser.goto(&format!("{}/#/run/2", server.url));
@@ -196,7 +192,7 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
     browser.wait_for("document.querySelectorAll('table.samples tbody tr').length === 100");
     browser.eval("document.querySelector('.pager button:last-child').click(), true");
     browser.wait_for("document.body.innerText.includes('101–148 of 148')");
-    browser.screenshot(&shots().join("view-run.png"));
+    browser.screenshot(&screenshots().join("view-run.png"));
 
     // The hostile sample: its tests, traceback, code and output, all as text.
     browser.goto(&format!("{}/#/run/0/sample/2", server.url));
@@ -214,7 +210,7 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
         ],
     );
     assert_not_injected(&mut browser);
-    browser.screenshot(&shots().join("view-sample.png"));
+    browser.screenshot(&screenshots().join("view-sample.png"));
 
     // The episode, turn by turn: the figure drawn, the failing cell, the files written.
     browser.goto(&format!("{}/#/run/1/sample/2", server.url));
@@ -239,7 +235,7 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
     assert_not_injected(&mut browser);
     browser.eval("document.querySelector('button.jump').click(), true");
     browser.wait_for("window.scrollY > 0 && document.getElementById('turn-2').getBoundingClientRect().top >= 0 && document.getElementById('turn-2').getBoundingClientRect().top < innerHeight && document.getElementById('turn-2').classList.contains('flash')");
-    browser.screenshot(&shots().join("view-episode.png"));
+    browser.screenshot(&screenshots().join("view-episode.png"));
     // What the episode wrote is served as text in a sandbox, never as a page of the viewer.
     let (status, headers, body) =
         server.get("/api/runs/1/files/tasks/2/output/evil.html", "127.0.0.1");
@@ -269,7 +265,7 @@ fn the_viewer_shows_runs_filters_samples_episodes_and_diffs_and_keeps_hostile_te
             "25 tasks",
         ],
     );
-    browser.screenshot(&shots().join("view-diff.png"));
+    browser.screenshot(&screenshots().join("view-diff.png"));
     browser.assert_silent();
 
     // The check above hears the page: a page that logs is caught.
@@ -455,5 +451,5 @@ fn the_viewer_quotes_the_server_that_ended_an_episode() {
     assert!(browser.text().contains("context_full"));
     assert_not_injected(&mut browser);
     browser.assert_silent();
-    browser.screenshot(&shots().join("view-context-full.png"));
+    browser.screenshot(&screenshots().join("view-context-full.png"));
 }

@@ -15,10 +15,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assay_records::{Identity, JudgeFigures, JudgementRecord, Kind, Manifest};
-use common::browser::{assert_contains, Browser};
+use common::browser::{assert_contains, screenshots, Browser};
 use common::viewer::in_process;
 use common::{assay_command, text};
 use serde_json::{json, Value};
@@ -29,12 +29,6 @@ const REPLY: &str = "Agent2 <script>document.title='pwned'</script><img src=x \
      \"Agent2\": \"Pass\"}, \"Decision\": {\"Agent1\": 0, \"Agent2\": 1}}\n```";
 /// What that judge thought first, markup too.
 const THOUGHT: &str = "<b>bold</b> thoughts & 2 > 1";
-
-fn shots() -> PathBuf {
-    std::env::var_os("ASSAY_SCREENSHOTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots"))
-}
 
 fn write_lines(path: &Path, lines: &[Value]) {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
@@ -327,7 +321,7 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
         ],
     );
     browser.assert_silent();
-    browser.screenshot(&shots().join("view-judge-run.png"));
+    browser.screenshot(&screenshots().join("view-judge-run.png"));
 
     // Each list's tasks link to their episodes.
     assert_eq!(
@@ -405,7 +399,7 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
         .text()
         .contains("<script>document.title='pwned'</script>"));
     browser.assert_silent();
-    browser.screenshot(&shots().join("view-judge-episode.png"));
+    browser.screenshot(&screenshots().join("view-judge-episode.png"));
 
     // A task whose two trajectories are the same was asked once.
     browser.goto(&format!("http://{addr}/#/run/0/sample/2"));
@@ -472,5 +466,5 @@ fn the_judges_figures_and_verdicts_show_linked_and_as_text_in_the_viewer_and_the
         ],
     );
     browser.assert_silent();
-    browser.screenshot(&shots().join("report-judge.png"));
+    browser.screenshot(&screenshots().join("report-judge.png"));
 }

@@ -284,3 +284,11 @@ pub fn assert_contains(page: &str, expected: &[&str]) {
         assert!(page.contains(part), "{part:?} is not on the page:\n{page}");
     }
 }
+
+/// Where page tests write their screenshots: `ASSAY_SCREENSHOTS`, else `screenshots/` in the
+/// build's scratch space.
+pub fn screenshots() -> PathBuf {
+    std::env::var_os("ASSAY_SCREENSHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots"))
+}
