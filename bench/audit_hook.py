@@ -15,6 +15,7 @@ commit's worker can be measured the same way (`git worktree add`).
 """
 
 import collections
+import re
 import statistics
 import sys
 import time
@@ -27,33 +28,17 @@ sys.path.insert(0, str(WORKER))
 
 from assay_worker import integrity, unittest_job  # noqa: E402
 
-# The engine bench's pandas + matplotlib job (crates/assay-sandbox/benches/engine.rs).
-PLOT_CODE = '''
-import pandas as pd
-import matplotlib.pyplot as plt
+# The engine bench's pandas + matplotlib job, read from the bench itself so that both time
+# the same job.
+ENGINE_BENCH = (Path(__file__).resolve().parent.parent
+                / "crates/assay-sandbox/benches/engine.rs").read_text()
 
-def task_func(rows):
-    df = pd.DataFrame(rows, columns=["day", "sales"])
-    summary = df.groupby("day")["sales"].sum()
-    ax = summary.plot(kind="bar", title="Sales by day")
-    return summary, ax
-'''
-PLOT_TEST = '''
-import unittest
-import matplotlib.pyplot as plt
 
-class TestCases(unittest.TestCase):
-    def tearDown(self):
-        plt.close("all")
+def _bench_source(name):
+    return re.search(rf'const {name}: &str = r#"(.*?)"#;', ENGINE_BENCH, re.S).group(1)
 
-    def test_totals(self):
-        summary, _ = task_func([("mon", 3), ("tue", 4), ("mon", 5)])
-        self.assertEqual(summary["mon"], 8)
 
-    def test_title(self):
-        _, ax = task_func([("mon", 1)])
-        self.assertEqual(ax.get_title(), "Sales by day")
-'''
+PLOT_CODE, PLOT_TEST = _bench_source("PLOT_CODE"), _bench_source("PLOT_TEST")
 N = 300_000
 
 
