@@ -46,6 +46,8 @@ pub(crate) enum End {
     /// The results stream broke the protocol: too large, cut short, a frame that does not
     /// parse or may not come at that point (what arrived, and why it was refused).
     Garbled(String),
+    /// The caller ended the job, for the reason given (an agent's gateway budget spent).
+    Stopped(String),
 }
 
 impl End {
@@ -60,6 +62,7 @@ impl End {
             End::Budget(Overrun::Waiting { .. }) => "waiting budget",
             End::Budget(Overrun::Hung { .. }) => "hung",
             End::Garbled(_) => "garbled",
+            End::Stopped(_) => "stopped",
         }
     }
 }
@@ -487,6 +490,7 @@ pub(crate) fn ending<'a, R>(
         End::Budget(overrun) => {
             return Ending::Stopped(crate::Status::Timeout, overrun.reason());
         }
+        End::Stopped(reason) => return Ending::Stopped(crate::Status::Error, reason.clone()),
         _ => {}
     }
     let report = match end {

@@ -27,6 +27,8 @@
 //! * [`Engine::run_unittest`]: code + tests in one module, BigCodeBench's semantics.
 //! * [`Engine::run_script`]: code as `__main__` in a working directory, files collected.
 //! * [`Engine::open_session`]: a persistent interpreter ([`Session`]) for agents.
+//! * [`Engine::run_command`]: a program (a coding agent's CLI) in a working directory, with one
+//!   loopback port relayed to a socket its caller serves.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), assay_sandbox::Error> {
@@ -70,7 +72,7 @@ pub use assay_records::{
 pub use config::{default_processes, EngineConfig, IsolationMode, Limits};
 pub use declared::declared_tests;
 pub use engine::Engine;
-pub use job::{InputFile, ScriptJob, UnittestJob};
+pub use job::{CommandJob, Connections, InputFile, ScriptJob, UnittestJob};
 pub use outcome::{ExecOutcome, OutputFile, PyError, ScriptOutcome, UnittestOutcome, Usage};
 pub use protocol::zygote::{ModuleLoad, PreloadReport, WarmUp};
 pub use session::{Session, SessionSpec, Tree};

@@ -16,6 +16,7 @@ macro_rules! package {
 const FILES: &[(&str, &str)] = package!(
     "__init__.py",
     "child.py",
+    "command_job.py",
     "conditions.py",
     "confine.py",
     "integrity.py",

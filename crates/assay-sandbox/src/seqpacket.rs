@@ -1,5 +1,6 @@
-//! The supervisor's end of a zygote's control socket: a Unix SOCK_SEQPACKET socket, so every
-//! message keeps its boundaries, with file descriptors carried as SCM_RIGHTS.
+//! The supervisor's end of a zygote's control socket, or of a command job's relay: a Unix
+//! SOCK_SEQPACKET socket, so every message keeps its boundaries, with file descriptors carried
+//! as SCM_RIGHTS.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
@@ -44,6 +45,21 @@ impl SeqPacket {
         Ok((SeqPacket { fd }, theirs))
     }
 
+    /// Connects to the listening socket at `path` (non-blocking, registered with tokio).
+    pub fn connect(path: &std::path::Path) -> io::Result<SeqPacket> {
+        let fd = rustix::net::socket_with(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )?;
+        rustix::net::connect(&fd, &rustix::net::SocketAddrUnix::new(path)?)?;
+        rustix::io::ioctl_fionbio(&fd, true)?;
+        // SAFETY: as in `pair`: a fresh descriptor nothing else owns.
+        let fd = unsafe { AsyncFd::register(fd) }.map_err(io::Error::from)?;
+        Ok(SeqPacket { fd })
+    }
+
     pub async fn send(&self, data: &[u8], fds: &[BorrowedFd<'_>]) -> io::Result<()> {
         self.fd
             .async_io(Interest::WRITABLE, |fd| {
@@ -84,7 +100,7 @@ impl SeqPacket {
                     .flags
                     .intersects(ReturnFlags::TRUNC | ReturnFlags::CTRUNC)
                 {
-                    return Err(io::Error::other("truncated message from the zygote"));
+                    return Err(io::Error::other("truncated message"));
                 }
                 buf.truncate(msg.bytes);
                 Ok((buf, fds))

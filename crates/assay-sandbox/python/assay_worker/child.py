@@ -16,10 +16,11 @@ import tempfile
 import time
 import traceback
 
-from . import conditions, confine, script_job, session, unittest_job, wire
+from . import command_job, conditions, confine, script_job, session, unittest_job, wire
 from .wire import CTL, RES
 
-JOB_KINDS = {"unittest": unittest_job.run, "script": script_job.run, "session": session.run}
+JOB_KINDS = {"unittest": unittest_job.run, "script": script_job.run, "session": session.run,
+             "command": command_job.run}
 
 
 def _arrange_fds(ctl, out, err, res):

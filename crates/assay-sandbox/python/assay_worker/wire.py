@@ -31,6 +31,7 @@ RECEIVED = {
     "unittest": (_JOB | {"code", "test", "test_class", "guards", "files", "dirs"}, set()),
     "script": (_JOB | {"code", "argv", "files"}, set()),
     "session": (_JOB | {"files", "dirs"}, set()),
+    "command": (_JOB | {"argv", "files", "dirs", "home_files", "relay"}, set()),
     "exec": ({"id", "code", "cpu_seconds"}, set()),
     "close": (set(), set()),
 }

@@ -1,22 +1,28 @@
-//! Unittest jobs and script jobs: one confined process each, from spec to verdict. What the
-//! two kinds share lives here (their specs, a job process taken and driven to its end); how
-//! each reads its frames into a verdict is its own file.
+//! Unittest, script and command jobs: one confined process each, from spec to verdict. What
+//! the kinds share lives here (the specs of the first two, a job process taken and driven to
+//! its end); how each reads its frames into a verdict is its own file.
 
+mod command;
 mod script;
 mod unittest;
 
+pub use command::{CommandJob, Connections};
+
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
 use tokio::time::Instant;
 
+use crate::collect::{self, Budget};
 use crate::config::{IsolationMode, Limits};
 use crate::drive::{finish, run_until, settle, Aftermath, End, Read, Streams};
 use crate::engine::Inner;
 use crate::meter::CpuMeter;
+use crate::outcome::OutputFile;
 use crate::protocol::job::{Control, Event, FileData, JobBase, Rlimits};
 use crate::sandbox::{Sandbox, Workspace};
 use assay_records::IsolationLevel;
@@ -211,16 +217,17 @@ impl Inner {
         }
     }
 
-    /// Takes a slot and a ready job process, sends it the job `job` makes of its base, and
-    /// reads until `on_frame` says a frame is the one awaited, the job ends, or its time is
-    /// up.
+    /// Takes a slot and a ready job process, sends it the job `job` makes of its base and
+    /// workspace, and reads until `on_frame` says a frame is the one awaited, the job ends,
+    /// its time is up, or `stop` says why the caller wants it ended.
     async fn run_job(
         &self,
         workdir: Option<&str>,
         env: &BTreeMap<String, String>,
         limits: &Limits,
-        job: impl Fn(JobBase) -> Control,
+        mut job: impl FnMut(JobBase, &Workspace) -> Result<Control, String>,
         on_frame: impl FnMut(&Event, &CpuMeter) -> Read,
+        stop: impl Future<Output = String>,
     ) -> Result<Ran, String> {
         let mut slot = self.slot().await;
         // A ready process can die while it waits (the kernel's OOM killer picks job processes
@@ -230,7 +237,10 @@ impl Inner {
             attempts += 1;
             let mut sandbox = self.sandbox_for(limits).await?;
             let workdir = workdir.map_or_else(|| temp_name(sandbox.workspace.id), str::to_string);
-            let spec = job(self.job_base(&sandbox, &workdir, env, limits, true));
+            let spec = job(
+                self.job_base(&sandbox, &workdir, env, limits, true),
+                &sandbox.workspace,
+            )?;
             let started = Instant::now();
             match sandbox.send(&spec).await {
                 Ok(()) => break (sandbox, started),
@@ -247,6 +257,7 @@ impl Inner {
         let end = tokio::select! {
             end = run => end,
             never = slot.follow(&meter) => match never {},
+            reason = stop => End::Stopped(reason),
         };
         drop(slot);
         tracing::debug!(wall = ?started.elapsed(), end = end.label(), "job ended");
@@ -266,6 +277,25 @@ impl Inner {
             isolation,
             workspace,
         })
+    }
+}
+
+/// The files left in `workdir` of the workspace at `root` (none, with a warning naming the
+/// `kind` of job, if they cannot be read).
+async fn collect_workdir(root: PathBuf, workdir: String, kind: &'static str) -> Vec<OutputFile> {
+    let collected =
+        tokio::task::spawn_blocking(move || collect::collect(&root, &workdir, Budget::default()))
+            .await;
+    match collected {
+        Ok(Ok(files)) => files,
+        Ok(Err(e)) => {
+            tracing::warn!("collecting the {kind}'s files: {e}");
+            Vec::new()
+        }
+        Err(e) => {
+            tracing::warn!("collecting the {kind}'s files: {e}");
+            Vec::new()
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! A script job's end read into its verdict, and the files it left collected.
 
-use super::{encode_files, infra, ScriptJob};
-use crate::collect::{self, is_plain_name, is_plain_relative, Budget};
+use super::{collect_workdir, encode_files, infra, ScriptJob};
+use crate::collect::{is_plain_name, is_plain_relative};
 use crate::config::Limits;
 use crate::drive::{ending, Aftermath, End, Ending, Read};
 use crate::engine::Engine;
@@ -46,11 +46,13 @@ impl Engine {
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
         let files = encode_files(&job.files);
-        let control = |base| Control::Script {
-            base,
-            code: job.code.clone(),
-            argv: job.argv.clone(),
-            files: files.clone(),
+        let control = |base, _: &_| {
+            Ok(Control::Script {
+                base,
+                code: job.code.clone(),
+                argv: job.argv.clone(),
+                files: files.clone(),
+            })
         };
         let ran = inner
             .run_job(
@@ -64,6 +66,7 @@ impl Engine {
                         Event::ScriptDone { .. } | Event::InternalError { .. }
                     ))
                 },
+                std::future::pending(),
             )
             .await;
         let mut ran = match ran {
@@ -72,17 +75,7 @@ impl Engine {
         };
         let mut outcome = script_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
         if job.collect_files && outcome.status != Status::Infra {
-            let root = ran.workspace.host_path();
-            let workdir = job.workdir.clone();
-            let collected = tokio::task::spawn_blocking(move || {
-                collect::collect(&root, &workdir, Budget::default())
-            })
-            .await;
-            match collected {
-                Ok(Ok(files)) => outcome.files = files,
-                Ok(Err(e)) => tracing::warn!("collecting the script's files: {e}"),
-                Err(e) => tracing::warn!("collecting the script's files: {e}"),
-            }
+            outcome.files = collect_workdir(ran.workspace.host_path(), job.workdir, "script").await;
         }
         outcome.stdout = ran.streams.out.take();
         outcome.stderr = ran.streams.err.take();

@@ -453,14 +453,16 @@ impl Engine {
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
         let files = encode_files(&job.files);
-        let control = |base| Control::Unittest {
-            base,
-            code: job.code.clone(),
-            test: job.test.clone(),
-            test_class: job.test_class.clone(),
-            guards: job.guards,
-            files: files.clone(),
-            dirs: job.dirs.clone(),
+        let control = |base, _: &_| {
+            Ok(Control::Unittest {
+                base,
+                code: job.code.clone(),
+                test: job.test.clone(),
+                test_class: job.test_class.clone(),
+                guards: job.guards,
+                files: files.clone(),
+                dirs: job.dirs.clone(),
+            })
         };
         let mut progress = TestLog {
             declared: declared_tests(&job.test, &job.test_class),
@@ -468,9 +470,14 @@ impl Engine {
             ..TestLog::default()
         };
         let ran = inner
-            .run_job(None, &job.env, &limits, control, |frame, meter| {
-                progress.observe(frame, meter)
-            })
+            .run_job(
+                None,
+                &job.env,
+                &limits,
+                control,
+                |frame, meter| progress.observe(frame, meter),
+                std::future::pending(),
+            )
             .await;
         let Ran {
             end,

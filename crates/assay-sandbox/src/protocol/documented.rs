@@ -359,8 +359,8 @@ fn the_page_lists_all_four_directions() {
     assert_eq!(
         counts,
         [
-            (JOB_TO_SUPERVISOR, 13),
-            (SUPERVISOR_TO_JOB, 5),
+            (JOB_TO_SUPERVISOR, 14),
+            (SUPERVISOR_TO_JOB, 6),
             (SUPERVISOR_TO_ZYGOTE, 3),
             (ZYGOTE_TO_SUPERVISOR, 5)
         ]

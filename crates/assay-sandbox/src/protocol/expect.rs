@@ -18,6 +18,7 @@ pub(crate) enum Kind {
     Unittest,
     Script,
     Session,
+    Command,
 }
 
 impl Kind {
@@ -26,6 +27,7 @@ impl Kind {
             Kind::Unittest => "unittest",
             Kind::Script => "script",
             Kind::Session => "session",
+            Kind::Command => "command",
         }
     }
 }
@@ -78,6 +80,7 @@ impl Expect {
             Control::Unittest { .. } => self.phase = Phase::Sent(Kind::Unittest),
             Control::Script { .. } => self.phase = Phase::Sent(Kind::Script),
             Control::Session { .. } => self.phase = Phase::Sent(Kind::Session),
+            Control::Command { .. } => self.phase = Phase::Sent(Kind::Command),
             Control::Exec { id, .. } => self.cell = Some(*id),
             Control::Close {} => self.phase = Phase::Over,
         }
@@ -170,6 +173,7 @@ fn running(kind: Kind, loaded: bool, event: &Event) -> Option<Phase> {
         ) if loaded => Some(stay),
         (Kind::Unittest, Event::TestsDone(_)) if loaded => Some(Phase::Over),
         (Kind::Script, Event::ScriptDone { .. }) => Some(Phase::Over),
+        (Kind::Command, Event::CommandDone { .. }) => Some(Phase::Over),
         _ => None,
     }
 }
@@ -237,6 +241,47 @@ mod tests {
         expect.admit(&done()).unwrap();
         let after = expect.admit(&test_event("t")).unwrap_err();
         assert_eq!(after, "`test` may not come after the final frame");
+    }
+
+    #[test]
+    fn a_command_job_ends_on_its_own_report_only() {
+        let mut expect = Expect::new();
+        expect
+            .admit(&Event::Ready {
+                layers: Default::default(),
+            })
+            .unwrap();
+        let command = serde_json::json!({
+            "op": "command", "env": {}, "cwd": "/ws/1/w", "make_dirs": [],
+            "limits": {"cpu_seconds": null, "file_size_bytes": 1, "open_files": 1,
+                       "processes": null, "data_bytes": null, "stack_bytes": null},
+            "conditions": assay_records::Conditions::default(),
+            "argv": ["codex"], "files": [], "dirs": [], "home_files": [],
+            "relay": {"port": 4000, "socket": "/tmp/.assay-relay.sock"}
+        });
+        expect.sent(&serde_json::from_value(command).unwrap());
+        expect.admit(&Event::Started {}).unwrap();
+        let rusage = Rusage {
+            utime: 0.0,
+            stime: 0.0,
+            maxrss_kib: 0,
+        };
+        let script = Event::ScriptDone {
+            exit_code: 0,
+            error: None,
+            rusage,
+        };
+        assert_eq!(
+            expect.admit(&script).unwrap_err(),
+            "`script_done` may not come in a command job"
+        );
+        let done = Event::CommandDone {
+            exit_code: Some(0),
+            signal: None,
+            rusage,
+        };
+        expect.admit(&done).unwrap();
+        assert!(expect.admit(&done).is_err());
     }
 
     #[test]

@@ -45,6 +45,19 @@ pub(crate) enum Control {
         files: Vec<FileData>,
         dirs: Vec<String>,
     },
+    /// Run a program in the working directory (the first frame, once).
+    Command {
+        #[serde(flatten)]
+        base: JobBase,
+        /// The program and its arguments; the program is looked up on the job's `PATH`.
+        argv: Vec<String>,
+        files: Vec<FileData>,
+        dirs: Vec<String>,
+        /// Files written under the job's home (`HOME`), not read back.
+        home_files: Vec<FileData>,
+        /// Relay the job's loopback port to a socket the supervisor serves.
+        relay: Option<RelaySpec>,
+    },
     /// A session's cell.
     Exec {
         /// Echoed in its `exec_done`.
@@ -86,6 +99,17 @@ pub(crate) struct Rlimits {
     /// `RLIMIT_DATA`.
     pub data_bytes: Option<u64>,
     pub stack_bytes: Option<u64>,
+}
+
+/// A TCP port on the job's loopback whose connections are relayed to a Unix socket in the
+/// workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RelaySpec {
+    pub port: u16,
+    /// The socket's path as the job sees it.
+    pub socket: String,
 }
 
 /// A file written into the working directory before the job starts.
@@ -148,6 +172,14 @@ pub(crate) enum Event {
         exit_code: i32,
         /// The uncaught exception, if one ended it.
         error: Option<ErrorFrame>,
+        rusage: Rusage,
+    },
+    /// A command job's program ended (the final frame).
+    CommandDone {
+        /// Its exit code, unless a signal ended it.
+        exit_code: Option<i32>,
+        /// The signal that ended it.
+        signal: Option<i32>,
         rusage: Rusage,
     },
     /// A session's cell ended.
@@ -309,7 +341,9 @@ impl Event {
     /// What the process said it used, if the frame is a final report.
     pub fn rusage(&self) -> Option<Rusage> {
         match self {
-            Event::ModuleError { rusage, .. } | Event::ScriptDone { rusage, .. } => Some(*rusage),
+            Event::ModuleError { rusage, .. }
+            | Event::ScriptDone { rusage, .. }
+            | Event::CommandDone { rusage, .. } => Some(*rusage),
             Event::TestsDone(done) => Some(done.rusage),
             _ => None,
         }
