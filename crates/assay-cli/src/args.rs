@@ -534,6 +534,7 @@ impl EngineArgs {
                 },
                 ..Conditions::default()
             },
+            visible: Vec::new(),
         }
     }
 }

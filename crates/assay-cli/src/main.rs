@@ -3,6 +3,7 @@
 //! (`*_cmd.rs`) share only `args`, `progress`, `print`, `secrets` and `signals`, never each
 //! other.
 
+mod agents_cmd;
 mod args;
 mod check_cmd;
 mod env_cmd;
@@ -38,6 +39,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Coding agents as the solver (Codex, Claude Code, mini-swe-agent, or your own
+    /// declaration): list them, install them (pinned, into assay's cache), check one runs.
+    #[command(subcommand)]
+    Agents(agents_cmd::AgentsCommand),
     /// Run the reference solutions: which tasks this environment can pass at all, and why
     /// the others fail (the official ground-truth check). Results are cached.
     Check(check_cmd::CheckArgs),
@@ -82,6 +87,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
     let result = match cli.command {
+        Command::Agents(cmd) => block_on(agents_cmd::run(cmd)),
         Command::Check(args) => block_on(check_cmd::run(args)),
         Command::Env(cmd) => env_cmd::run(cmd).map(|()| 0),
         Command::Eval(args) => match args.pybench {

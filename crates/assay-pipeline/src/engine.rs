@@ -22,6 +22,9 @@ pub struct EngineSettings {
     pub network: bool,
     /// The listing order and seeds every job runs under.
     pub conditions: Conditions,
+    /// Host directories jobs may read besides their environment: where a coding agent's
+    /// programs are installed.
+    pub visible: Vec<PathBuf>,
 }
 
 /// Starts an engine in `env` (set up already). `harness`: the pipeline's own files (run
@@ -50,6 +53,7 @@ pub async fn start(
         config.max_running = max;
     }
     config.network = settings.network;
+    config.extra_readonly = settings.visible.clone();
     config.conditions = settings.conditions;
     config.hidden = harness_paths(harness)?;
     Ok(Engine::start(config).await?)

