@@ -7,17 +7,20 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use assay_agent::pybench::checks::Mode;
 use assay_agent::pybench::{EpisodeSettings, Protocol};
-use assay_pipeline::pybench::{pybench, PybenchRequest, Source};
-use assay_pyenv::Profile;
+use assay_coding_agents::{install, Declaration};
+use assay_pipeline::pybench::{pybench, CodingAgent, PybenchRequest, Source};
+use assay_pyenv::{Interpreter, Profile};
 use assay_tasks::pybench::PyBench;
 use clap::{Args, ValueEnum};
 
 use crate::args::{ApiArgs, EngineArgs, ShardArgs};
 use crate::print;
-use crate::progress::Progress;
+use crate::progress::{Progress, Spinner};
 
 /// The longest cell time limit taken: a day.
 const MAX_CELL_SECONDS: u64 = 24 * 60 * 60;
+/// A coding agent's token limit per reply by default.
+const AGENT_MAX_TOKENS: u32 = 8192;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ChecksArg {
@@ -76,10 +79,20 @@ pub struct RunArgs {
     /// Replies an episode may have.
     #[arg(long, default_value_t = 10)]
     pub max_turns: u32,
-    /// Token limit of a reply (upstream's: 1000). A thinking model can spend that much
-    /// thinking: its reply then ends inside its thinking, with no code and no answer.
-    #[arg(long, default_value_t = assay_agent::pybench::model::MAX_TOKENS)]
-    pub max_tokens: u32,
+    /// Token limit of a reply (default: upstream's 1000; with --agent, 8192, as coding
+    /// agents write whole files in one reply). A thinking model can spend that much thinking:
+    /// its reply then ends inside its thinking, with no code and no answer.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// A coding agent that solves each task instead of upstream's loop: `codex`,
+    /// `claude-code`, `mini-swe-agent` (see `assay agents list`), or a declaration file
+    /// `NAME.toml`; installed first if it is not. Its model requests are the turns
+    /// (--max-turns bounds them).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// With --agent: seconds an episode may take, the agent's commands included.
+    #[arg(long, default_value_t = 1200)]
+    pub agent_timeout: u64,
     /// Seconds a cell may run before it is interrupted (KeyboardInterrupt).
     #[arg(long, default_value_t = 120)]
     pub cell_timeout: u64,
@@ -108,7 +121,26 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     if !(1..=MAX_CELL_SECONDS).contains(&args.cell_timeout) {
         bail!("--cell-timeout must be from 1 to {MAX_CELL_SECONDS} seconds");
     }
+    let agent = match &args.agent {
+        Some(name) => {
+            if !(1..=MAX_CELL_SECONDS).contains(&args.agent_timeout) {
+                bail!("--agent-timeout must be from 1 to {MAX_CELL_SECONDS} seconds");
+            }
+            let declaration = Declaration::find(name)?;
+            let python = Interpreter::discover(args.common.engine.select.python.as_deref())?;
+            Some(Box::new(CodingAgent {
+                agent: install(&declaration, &python, &Spinner::new()).await?,
+                wall: Duration::from_secs(args.agent_timeout),
+            }))
+        }
+        None => None,
+    };
+    let max_tokens = args.max_tokens.unwrap_or(match agent {
+        Some(_) => AGENT_MAX_TOKENS,
+        None => assay_agent::pybench::model::MAX_TOKENS,
+    });
     let source = Source::Episodes {
+        agent,
         access: args.api.access(&args.model),
         model: args.model,
         settings: EpisodeSettings {
@@ -117,7 +149,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
                 ProtocolArg::Tools => Protocol::Tools,
             },
             max_turns: args.max_turns,
-            reply_tokens: args.max_tokens,
+            reply_tokens: max_tokens,
             cell_timeout: Duration::from_secs(args.cell_timeout),
             observation_chars: args.observation_chars,
         },

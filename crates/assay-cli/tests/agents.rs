@@ -1,11 +1,21 @@
 //! The built-in coding agents, really installed (pinned, from npm and PyPI) and really run:
 //! `assay agents check` drives each through its own protocol, the gateway and the sandbox's
 //! relay with a scripted model, and the shell command it is told to run must leave its file in
-//! the agent's working directory.
+//! the agent's working directory; `assay run pybench --agent` has each solve one task (its
+//! check passes) and fail another, through a scripted model behind a real HTTP server.
 
 mod common;
+#[path = "../../assay-models/tests/mock/mod.rs"]
+mod mock;
 
-use common::assay_command;
+use std::path::Path;
+
+use common::{assay_command, lines, pybench_data, pybench_env, task_statuses, PYBENCH_DEDUP};
+use mock::{MockServer, Reply, Route};
+use serde_json::{json, Value};
+
+/// The provider key the scripted model's server is given: never in anything an agent sees.
+const KEY: &str = "sk-agent-canary-4471";
 
 /// Installs `agent` if needed, checks it, and returns what the check printed.
 fn check(agent: &str) -> String {
@@ -74,4 +84,192 @@ fn agents_are_listed_with_their_protocol_and_pins() {
     ] {
         assert!(stdout.contains(line), "{line}\n{stdout}");
     }
+}
+
+/// One step of the scripted model: run a shell command, or answer.
+enum Step {
+    Shell(String),
+    Answer(&'static str),
+}
+
+/// The reply of the scripted model to `body` when the agent is at step `steps[n]`, `n` being
+/// the tool results so far: a call of whichever shell tool the agent offers, or its answer (for
+/// mini-swe-agent, which ends only by a command, the command that submits, with the answer as
+/// the reply's text).
+fn scripted(body: &Value, steps: &[Step]) -> Reply {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let done = messages.iter().filter(|m| m["role"] == "tool").count();
+    let offered: Vec<String> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+        .collect();
+    let has = |name: &str| offered.iter().any(|o| o == name);
+    let submit_by_command = has("bash") && !has("Bash");
+    let (text, command) = match steps.get(done) {
+        Some(Step::Shell(command)) => (String::new(), Some(command.clone())),
+        Some(Step::Answer(text)) if submit_by_command => (
+            text.to_string(),
+            Some("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT".to_string()),
+        ),
+        Some(Step::Answer(text)) => (text.to_string(), None),
+        None => ("Done.".to_string(), None),
+    };
+    let call = command.map(|command| {
+        let (name, arguments) = if has("exec_command") {
+            ("exec_command", json!({ "cmd": command }))
+        } else if has("Bash") {
+            ("Bash", json!({ "command": command }))
+        } else if has("bash") {
+            ("bash", json!({ "command": command }))
+        } else {
+            ("shell", json!({ "command": ["bash", "-lc", command] }))
+        };
+        json!([{"id": format!("call_{done}"), "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}])
+    });
+    let mut message = json!({"role": "assistant", "content": text});
+    if let Some(call) = &call {
+        message["tool_calls"] = call.clone();
+    }
+    let finish = if call.is_some() { "tool_calls" } else { "stop" };
+    Reply::ok(json!({
+        "id": "chatcmpl-scripted", "object": "chat.completion", "created": 0,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }))
+}
+
+/// Every file under `dir`, with its bytes.
+fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
+
+/// `assay run pybench --agent AGENT` on tasks 3 (the agent dedups the CSV into
+/// ./output/3.csv with a Python heredoc, then says where it is: its check passes) and 7 (the
+/// agent answers with the wrong counts: its check fails).
+fn solves_one_pybench_task_and_fails_another(agent: &str, requests_for_3: usize) {
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        if body.to_string().contains("./output/3.csv") {
+            let dedup = format!("python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
+            let steps = [
+                Step::Shell(dedup),
+                Step::Answer("Finished: saved to ./output/3.csv"),
+            ];
+            scripted(body, &steps)
+        } else {
+            scripted(body, &[Step::Answer("Finished: 1 2 3")])
+        }
+    });
+    let out = dir.path().join("run");
+    let data = pybench_data().display().to_string();
+    let done = assay_command(dir.path())
+        .args([
+            "run",
+            "pybench",
+            "--agent",
+            agent,
+            "--model",
+            "openai:scripted",
+        ])
+        .args([
+            "--base-url",
+            &server.openai_base(),
+            "--data",
+            &data,
+            "--tasks",
+            "3,7",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("assay runs");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{agent}: {stderr}");
+    let statuses = task_statuses(&out.join("results.jsonl"));
+    assert_eq!(
+        statuses,
+        [
+            ("PyBench/3".into(), "pass".into()),
+            ("PyBench/7".into(), "fail".into())
+        ],
+        "{agent}: {stderr}"
+    );
+    let records = lines(&out.join("results.jsonl"));
+    let three = records
+        .iter()
+        .find(|r| r["task_id"] == "PyBench/3")
+        .unwrap();
+    assert_eq!(three["end"], "answered", "{agent}: {three}");
+    assert_eq!(three["turns"], requests_for_3 as u64, "{agent}: {three}");
+    assert!(out.join("tasks/3/output/3.csv").is_file(), "{agent}");
+    let exchanges = lines(&out.join("tasks/3/agent/exchanges.jsonl"));
+    assert_eq!(exchanges.len(), requests_for_3, "{agent}");
+    // The second request brought back what the dedup printed.
+    let results = exchanges[1]["results"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(results.contains("rows"), "{agent}: {results}");
+    // The trajectory, in upstream's form, has it as an interpreter message.
+    let trajectories = lines(&out.join("trajectory.jsonl"));
+    let three = trajectories.iter().find(|t| t["index"] == "3").unwrap();
+    let observed = three["messages"].as_array().unwrap().iter().any(|m| {
+        m["role"] == "user"
+            && m["content"].as_str().is_some_and(|c| {
+                c.starts_with("[INFO]This is a Code Interpreter Message:") && c.contains("rows")
+            })
+    });
+    assert!(observed, "{agent}: {three}");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert!(
+        manifest["identity"]["agent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with(agent)),
+        "{agent}: {manifest}"
+    );
+    // The real key went to the model's server and nowhere the agent could see: not in its
+    // requests, its output, or anything of the run.
+    let upstream = server.requests_to(Route::Chat);
+    assert!(upstream
+        .iter()
+        .all(|r| r.headers.get("authorization").map(String::as_str)
+            == Some(&format!("Bearer {KEY}"))));
+    for (path, bytes) in files(&out) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{agent}: the key is in {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn codex_solves_a_pybench_task() {
+    solves_one_pybench_task_and_fails_another("codex", 2);
+}
+
+#[test]
+fn claude_code_solves_a_pybench_task() {
+    solves_one_pybench_task_and_fails_another("claude-code", 2);
+}
+
+#[test]
+fn mini_swe_agent_solves_a_pybench_task() {
+    solves_one_pybench_task_and_fails_another("mini-swe-agent", 2);
 }

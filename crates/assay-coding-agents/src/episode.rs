@@ -134,12 +134,22 @@ pub async fn run_episode(
             data: values.render(text).into_bytes(),
         })
         .collect();
+    let path = agent_path(agent, benchmark_bin);
+    // A login shell (Codex runs its commands in one) reads /etc/profile, which sets PATH
+    // anew: its own profile puts the benchmark's Python back in front.
+    let profile = format!("export PATH=\"{path}\"\n").into_bytes();
+    for name in [".profile", ".bash_profile"] {
+        job.home_files.push(InputFile {
+            path: name.into(),
+            data: profile.clone(),
+        });
+    }
     let mut env: BTreeMap<String, String> = run
         .env
         .iter()
         .map(|(k, v)| (k.clone(), values.render(v)))
         .collect();
-    env.insert("PATH".into(), agent_path(agent, benchmark_bin));
+    env.insert("PATH".into(), path);
     job.env = env;
 
     let config = GatewayConfig {

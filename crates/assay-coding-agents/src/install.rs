@@ -132,7 +132,9 @@ fn npm_dir(declaration: &Declaration, node: &Environment) -> Result<PathBuf, Err
         hasher.update(pin.as_bytes());
         hasher.update(&[0]);
     }
-    hasher.update(node.dir.as_os_str().as_encoded_bytes());
+    // The real path: the same install whether the cache is reached through a link or not.
+    let node_dir = std::fs::canonicalize(&node.dir).unwrap_or_else(|_| node.dir.clone());
+    hasher.update(node_dir.as_os_str().as_encoded_bytes());
     let digest = &hasher.finalize().to_hex()[..12];
     Ok(assay_pyenv::cache_root()?
         .join("agents")

@@ -44,6 +44,10 @@ pub struct Exchange {
     pub text: String,
     /// The model's tool calls.
     pub calls: Vec<RecordedCall>,
+    /// The results of the tools it called last time, as this request brought them back (the
+    /// tool result turns after the conversation's last reply): what its tools did, in order.
+    #[serde(default)]
+    pub results: Vec<RecordedResult>,
     /// The model's thinking.
     pub thinking: Option<Thinking>,
     /// Why the model stopped, as its provider said it.
@@ -71,6 +75,15 @@ pub struct RecordedCall {
     pub name: String,
     /// Its arguments, as the JSON text the model wrote (not necessarily valid).
     pub arguments: String,
+}
+
+/// A tool's result an agent sent back to the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedResult {
+    /// The call it answers.
+    pub call_id: String,
+    /// What the tool returned.
+    pub content: String,
 }
 
 /// Called with each exchange as it finishes (e.g. to append it to a file).
@@ -138,6 +151,8 @@ pub(crate) struct Pending {
     pub(crate) model_asked: String,
     /// Its body.
     pub(crate) request: Value,
+    /// The tool results it brought back.
+    pub(crate) results: Vec<RecordedResult>,
     recorded: bool,
 }
 
@@ -153,6 +168,7 @@ impl Pending {
             stream: false,
             model_asked: String::new(),
             request: Value::Null,
+            results: Vec::new(),
             recorded: false,
         }
     }
@@ -203,6 +219,7 @@ impl Pending {
             reply: None,
             text: String::new(),
             calls: Vec::new(),
+            results: std::mem::take(&mut self.results),
             thinking: None,
             finish_reason: None,
             usage: TokenUsage::default(),

@@ -34,7 +34,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use budget::{Budget, Stop, Totals};
-pub use exchange::{Exchange, ExchangeHook, Protocol, RecordedCall};
+pub use exchange::{Exchange, ExchangeHook, Protocol, RecordedCall, RecordedResult};
 
 use exchange::Journal;
 use relay::Relay;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use assay_models::{Client, Request};
+use assay_models::{Client, Prompt, Request, Turn};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use crate::answer::Answer;
 use crate::budget::Ledger;
 use crate::dialect::{Dialect, Terms};
-use crate::exchange::{Journal, Pending};
+use crate::exchange::{Journal, Pending, RecordedResult};
 use crate::failure::{Failure, MAX_BODY};
 use crate::sse;
 
@@ -72,6 +72,7 @@ impl Relay {
             Ok(parsed) => parsed,
             Err(why) => return self.refuse::<D>(pending, Failure::BadRequest(why)),
         };
+        pending.results = fresh_results(&request);
         if let Err(stop) = self.ledger.admit() {
             return self.refuse::<D>(pending, Failure::Ended(stop));
         }
@@ -167,4 +168,27 @@ impl Relay {
             }
         }
     }
+}
+
+/// The tool results after the conversation's last reply: what the agent's tools did since the
+/// model last spoke.
+fn fresh_results(request: &Request) -> Vec<RecordedResult> {
+    let Prompt::Chat(chat) = &request.prompt else {
+        return Vec::new();
+    };
+    let since = chat
+        .turns
+        .iter()
+        .rposition(|t| matches!(t, Turn::Assistant { .. }))
+        .map_or(0, |i| i + 1);
+    chat.turns[since..]
+        .iter()
+        .filter_map(|turn| match turn {
+            Turn::ToolResult { call_id, content } => Some(RecordedResult {
+                call_id: call_id.clone(),
+                content: content.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
 }

@@ -79,6 +79,9 @@ pub enum EpisodeEnd {
     /// The model's reply was cut off inside its thinking (its token limit came first): it
     /// has no code and no answer. Judged on what the episode produced.
     CutWhileThinking,
+    /// A coding agent ended otherwise than by finishing: it failed, or its time or token
+    /// budget ran out (`end_reason` says which). Judged on what it produced.
+    AgentEnded,
     /// The model could not be reached for good (the task is `infra`; a rerun asks again).
     ModelFailed,
     /// The harness failed (a session that would not start, outputs that could not be read

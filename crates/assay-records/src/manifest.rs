@@ -119,6 +119,10 @@ pub struct Identity {
     /// PyBench: how the agent's code reaches the interpreter (`markdown` or `tools`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
+    /// The coding agent that solved the tasks (`codex`, `claude-code`, ...) and its pinned
+    /// packages, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// PyBench: the verdict that heads the results (`faithful` or `fixed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<String>,

@@ -368,6 +368,7 @@ fn every_field_of_every_record_is_in_the_spec() {
         memory_bytes: Some(1),
         processes: Some(1),
         protocol: Some("markdown".into()),
+        agent: Some("codex (@openai/codex@0.171.0)".into()),
         checks: Some("faithful".into()),
         max_turns: Some(10),
         reply_tokens: Some(4000),

@@ -5,6 +5,7 @@
 //! request from its input to its summary (`summary`), each task's future (`task`) playing
 //! or reading its episode and judging it, with the model side resolved by `model`.
 
+mod coding;
 mod model;
 mod pipeline;
 mod summary;
@@ -12,9 +13,11 @@ mod task;
 
 use std::num::{NonZeroU32, NonZeroU64, NonZeroUsize};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use assay_agent::pybench::checks::Mode;
 use assay_agent::pybench::EpisodeSettings;
+use assay_coding_agents::{Installed, ModelAccess};
 use assay_models::{ApiKey, ServeSettings};
 use assay_pyenv::Environment;
 use assay_records::{Prices, PybenchSummary, ReasoningSettings, Shard};
@@ -49,6 +52,8 @@ pub enum Source {
         access: Access,
         /// Protocol, turns, cell timeout, observation cap.
         settings: EpisodeSettings,
+        /// A coding agent, installed, that solves the tasks instead of upstream's loop.
+        agent: Option<Box<CodingAgent>>,
     },
     /// Judge recorded trajectories; `outputs` is upstream's `./output/` folder of that run.
     Recorded {
@@ -136,4 +141,24 @@ impl Source {
             Source::Episodes { .. } => Path::new(""),
         }
     }
+}
+
+/// A coding agent chosen to solve the tasks.
+#[derive(Clone)]
+pub struct CodingAgent {
+    /// The agent, installed.
+    pub agent: Installed,
+    /// Wall time of an episode.
+    pub wall: Duration,
+}
+
+/// A coding agent as the episodes run it: with its model, and what an episode may spend.
+pub(super) struct Coding {
+    pub(super) agent: Installed,
+    pub(super) model: ModelAccess,
+    /// The benchmark environment's `bin`, first on its `PATH`.
+    pub(super) bin: PathBuf,
+    /// Model requests an episode may make (upstream's turn limit).
+    pub(super) max_turns: u32,
+    pub(super) wall: Duration,
 }

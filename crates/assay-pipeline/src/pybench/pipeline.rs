@@ -14,6 +14,7 @@ use assay_agent::pybench::checks::{self, Judge, Outputs};
 use assay_agent::pybench::model::RequestLog;
 use assay_agent::pybench::replay::read_trajectories;
 use assay_agent::pybench::Protocol;
+use assay_coding_agents::ModelAccess as AgentModel;
 use assay_models::LoadReports;
 use assay_records::{
     EpisodeEnd, EpisodeRecord, GenerationRecord, Identity, Kind, Listener, Manifest, ModelAccess,
@@ -28,8 +29,8 @@ use super::model::{digest, model_slug, Model};
 use super::summary::finish;
 use super::task::{Context, Item};
 use super::{
-    load_tasks, PybenchReport, PybenchRequest, Source, EPISODES_AT_ONCE, GENERATION, TASKS_DIR,
-    TRAJECTORIES,
+    load_tasks, Coding, PybenchReport, PybenchRequest, Source, EPISODES_AT_ONCE, GENERATION,
+    TASKS_DIR, TRAJECTORIES,
 };
 use crate::engine;
 use crate::error::PipelineError;
@@ -53,8 +54,16 @@ pub async fn pybench(
             model,
             access,
             settings,
+            agent,
         } => {
             let resolved = Model::resolve(model, access, settings.protocol)?;
+            if agent.is_some() && matches!(resolved, Model::Replay { .. }) {
+                return Err(PipelineError::Invalid(
+                    "--agent runs a coding agent on a model API; --model replay:FILE replays \
+                     upstream's loop"
+                        .into(),
+                ));
+            }
             if settings.reply_tokens == 0 {
                 return Err(PipelineError::Invalid(
                     "--max-tokens must be at least 1".into(),
@@ -96,8 +105,16 @@ pub async fn pybench(
             (Kind::PybenchEval, None, Some(records), name, None, None)
         }
     };
+    let chosen = match &request.source {
+        Source::Episodes { agent, .. } => agent.as_ref(),
+        Source::Recorded { .. } => None,
+    };
+    let solver = match chosen {
+        Some(coding) => format!("agent-{}", coding.agent.declaration.name),
+        None => protocol.map_or("recorded", Protocol::as_str).to_string(),
+    };
     let out = request.out.clone().unwrap_or_else(|| {
-        let protocol = protocol.map_or("recorded", Protocol::as_str);
+        let protocol = &solver;
         let shard = request
             .shard
             .map(|s| format!("-{}", s.slug()))
@@ -124,7 +141,13 @@ pub async fn pybench(
             hidden.push(Path::new(file));
         }
     }
-    let engine = engine::start(&request.env, &request.engine, &hidden).await?;
+    let mut engine_settings = request.engine.clone();
+    if let Some(chosen) = chosen {
+        engine_settings
+            .visible
+            .extend(chosen.agent.visible.iter().cloned());
+    }
+    let engine = engine::start(&request.env, &engine_settings, &hidden).await?;
 
     let identity = Identity {
         benchmark: Some("pybench".into()),
@@ -146,7 +169,18 @@ pub async fn pybench(
             }
             _ => None,
         },
-        protocol: protocol.map(|p| p.as_str().to_string()),
+        protocol: match chosen {
+            Some(_) => None,
+            None => protocol.map(|p| p.as_str().to_string()),
+        },
+        agent: chosen.map(|c| {
+            let install = &c.agent.declaration.install;
+            format!(
+                "{} ({})",
+                c.agent.declaration.name,
+                [&install.npm[..], &install.pypi[..]].concat().join(" ")
+            )
+        }),
         checks: Some(request.checks.as_str().into()),
         max_turns: settings.as_ref().map(|s| s.max_turns),
         // Upstream's limit is left out, as runs recorded before it could be changed.
@@ -238,6 +272,7 @@ pub async fn pybench(
                 | EpisodeEnd::MaxTurns
                 | EpisodeEnd::ReplayExhausted
                 | EpisodeEnd::ContextFull
+                | EpisodeEnd::AgentEnded
         )
     };
     let mut records: BTreeMap<String, EpisodeRecord> = opened
@@ -296,6 +331,21 @@ pub async fn pybench(
         } => Outputs::Shared(dir.clone()),
         Source::Recorded { outputs: None, .. } => Outputs::Unknown,
     };
+    let coding = match (chosen, &model, &settings) {
+        (Some(chosen), Some(Model::Chat(client)), Some(settings)) => Some(Coding {
+            agent: chosen.agent.clone(),
+            model: AgentModel {
+                client: client.clone(),
+                name: client.spec().model.clone(),
+                temperature: assay_agent::pybench::model::TEMPERATURE,
+                max_tokens: settings.reply_tokens,
+            },
+            bin: request.env.dir.join("bin"),
+            max_turns: settings.max_turns,
+            wall: chosen.wall,
+        }),
+        _ => None,
+    };
     let judge = Judge {
         engine: &engine,
         data: &data.root,
@@ -321,6 +371,7 @@ pub async fn pybench(
         finished: &finished,
         places: &places,
         episode_ends: ended,
+        coding: coding.as_ref(),
     };
     let mut running = FuturesUnordered::new();
     for task in &pending {

@@ -17,7 +17,7 @@ use assay_tasks::pybench::{PyBench, Task};
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::model::Agent;
-use super::{FIGURES_DIR, TASKS_DIR};
+use super::{Coding, FIGURES_DIR, TASKS_DIR};
 
 /// What an episode's output files may hold in all before the rest is kept cut.
 const OUTPUT_BYTES: u64 = 1 << 30;
@@ -25,7 +25,7 @@ const OUTPUT_BYTES: u64 = 1 << 30;
 const CELL_OUTPUT_BYTES: usize = 4 << 20;
 
 /// Why an episode did not run to its end.
-enum NotRun {
+pub(super) enum NotRun {
     /// It cannot run here: its inputs, the internet, its recording are missing.
     Here(String),
     /// The harness failed (a session, reading or keeping outputs): a rerun tries again.
@@ -55,6 +55,8 @@ pub(super) struct Context<'a> {
     pub(super) places: &'a Semaphore,
     /// Where a task says its episode ended (its task id), for the loop to tell the listener.
     pub(super) episode_ends: mpsc::UnboundedSender<String>,
+    /// The coding agent that plays the episodes instead of upstream's loop, if one does.
+    pub(super) coding: Option<&'a Coding>,
 }
 
 impl Context<'_> {
@@ -194,8 +196,9 @@ impl Context<'_> {
         let _ = self.episode_ends.send(task.task_id());
     }
 
-    /// Runs the episode in a fresh session with the task's inputs and an empty `./output/`,
-    /// then keeps its output files under `tasks/<index>/output/`.
+    /// Runs the episode in a fresh session with the task's inputs and an empty `./output/`
+    /// (or, with a coding agent, the agent in a working directory holding them), then keeps
+    /// its output files under `tasks/<index>/output/`.
     async fn episode(
         &self,
         task: &Task,
@@ -210,21 +213,9 @@ impl Context<'_> {
                 "the task needs the internet (run with --allow-network)".into(),
             ));
         }
-        let mut files = Vec::new();
-        for input in self.data.inputs(task) {
-            let Some(source) = &input.source else {
-                return Err(NotRun::Here(format!(
-                    "input {} is missing from {}",
-                    input.path,
-                    self.data.root.display()
-                )));
-            };
-            let data = std::fs::read(source)
-                .map_err(|e| NotRun::Here(format!("reading {}: {e}", source.display())))?;
-            files.push(InputFile {
-                path: input.path.clone(),
-                data,
-            });
+        let files = self.inputs(task)?;
+        if let Some(coding) = self.coding {
+            return self.coding_episode(task, coding, files).await;
         }
         let spec = SessionSpec {
             files,
@@ -251,12 +242,33 @@ impl Context<'_> {
         Ok((episode, names))
     }
 
+    /// The task's input files, read from the data folder.
+    fn inputs(&self, task: &Task) -> Result<Vec<InputFile>, NotRun> {
+        let mut files = Vec::new();
+        for input in self.data.inputs(task) {
+            let Some(source) = &input.source else {
+                return Err(NotRun::Here(format!(
+                    "input {} is missing from {}",
+                    input.path,
+                    self.data.root.display()
+                )));
+            };
+            let data = std::fs::read(source)
+                .map_err(|e| NotRun::Here(format!("reading {}: {e}", source.display())))?;
+            files.push(InputFile {
+                path: input.path.clone(),
+                data,
+            });
+        }
+        Ok(files)
+    }
+
     /// Writes what the episode left in `./output/` under `tasks/<index>/output/`: its folders
     /// (empty ones too) and files; returns the files' names (a file cut at the budget, or not
     /// kept for its name, says so). The names are the episode's: one the run directory cannot
     /// hold is left out (the checks then miss it), never an error of the harness's, which
     /// would set the task apart as `infra` instead of judging it.
-    fn keep_outputs(&self, task: &Task, kept: Tree) -> std::io::Result<Vec<String>> {
+    pub(super) fn keep_outputs(&self, task: &Task, kept: Tree) -> std::io::Result<Vec<String>> {
         let dir = self.out.join(TASKS_DIR).join(&task.index);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
