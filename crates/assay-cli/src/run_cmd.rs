@@ -2,14 +2,19 @@
 //! it arrives), into one run directory. Without
 //! `--model` the canonical solutions answer: the whole pipeline checked, offline.
 
-use anyhow::Result;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use assay_coding_agents::{install, Declaration};
+use assay_pipeline::agents::CodingAgent;
 use assay_pipeline::run::{run as run_pipeline, RunRequest};
+use assay_pyenv::Interpreter;
 use clap::Args;
 use serde_json::json;
 
 use crate::args::{DatasetArgs, JudgingArgs, ModelArgs, RunDirArgs, ShardArgs};
 use crate::print;
-use crate::progress::Progress;
+use crate::progress::{Progress, Spinner};
 use crate::secrets;
 
 /// The other benchmark, with its own options.
@@ -38,10 +43,40 @@ pub struct RunArgs {
     pub json: bool,
     #[command(flatten)]
     pub judging: JudgingArgs,
+    /// A coding agent that writes each answer to solution.py in a workspace of its own
+    /// instead of the model replying: `codex`, `claude-code`, `mini-swe-agent` (see `assay
+    /// agents list`), or a declaration file `NAME.toml`; installed first if it is not. The
+    /// file is judged as a model's answer is. --max-tokens then defaults to 8192.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// With --agent: model requests an episode may make.
+    #[arg(long, default_value_t = 30)]
+    pub max_turns: u32,
+    /// With --agent: seconds an episode may take, the agent's commands included.
+    #[arg(long, default_value_t = 600)]
+    pub agent_timeout: u64,
 }
 
+/// A coding agent's token limit per reply when --max-tokens is not given.
+const AGENT_MAX_TOKENS: u32 = 8192;
+
 pub async fn run(args: RunArgs) -> Result<i32> {
-    let chosen = args.model.settings().choose(true, secrets::key)?;
+    let mut settings = args.model.settings();
+    let agent = match &args.agent {
+        Some(name) => {
+            if !(1..=24 * 60 * 60).contains(&args.agent_timeout) {
+                bail!("--agent-timeout must be from 1 to 86400 seconds");
+            }
+            settings.max_tokens = settings.max_tokens.or(Some(AGENT_MAX_TOKENS));
+            let declaration = Declaration::find(name)?;
+            let python = Interpreter::discover(args.judging.engine.select.python.as_deref())?;
+            let agent = install(&declaration, &python, &Spinner::new()).await?;
+            let wall = Duration::from_secs(args.agent_timeout);
+            Some((CodingAgent { agent, wall }, args.max_turns))
+        }
+        None => None,
+    };
+    let chosen = settings.choose(true, secrets::key)?;
     let tasks = args.tasks.selection(args.shard.resolve()?);
     if args.model.model.is_none() && !args.json {
         let benchmark = tasks.benchmark();
@@ -59,6 +94,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         out: args.run_dir.out,
         judge,
         env: args.judging.engine.environment().await?,
+        agent,
     };
     let mut progress = Progress::new(args.json);
     let report = run_pipeline(request, &mut progress).await;

@@ -2,7 +2,9 @@
 //! `assay agents check` drives each through its own protocol, the gateway and the sandbox's
 //! relay with a scripted model, and the shell command it is told to run must leave its file in
 //! the agent's working directory; `assay run pybench --agent` has each solve one task (its
-//! check passes) and fail another, through a scripted model behind a real HTTP server.
+//! check passes) and fail another, and `assay run bigcodebench-hard --agent` has each write
+//! one task's solution.py right (pass) and another's wrong (fail), through a scripted model
+//! behind a real HTTP server.
 
 mod common;
 #[path = "../../assay-models/tests/mock/mod.rs"]
@@ -10,7 +12,7 @@ mod mock;
 
 use std::path::Path;
 
-use common::{assay_command, lines, pybench_data, pybench_env, task_statuses, PYBENCH_DEDUP};
+use common::{assay_command, hard, lines, pybench_data, pybench_env, task_statuses, PYBENCH_DEDUP};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -272,4 +274,139 @@ fn claude_code_solves_a_pybench_task() {
 #[test]
 fn mini_swe_agent_solves_a_pybench_task() {
     solves_one_pybench_task_and_fails_another("mini-swe-agent", 2);
+}
+
+/// Every text of a chat request's messages, joined.
+fn texts(body: &Value) -> String {
+    let mut out = String::new();
+    for message in body["messages"].as_array().into_iter().flatten() {
+        match &message["content"] {
+            Value::String(text) => out.push_str(text),
+            Value::Array(parts) => {
+                for part in parts {
+                    out.push_str(part["text"].as_str().unwrap_or_default());
+                }
+            }
+            _ => {}
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The Hard task whose prompt an agent's request carries.
+fn asked_task(body: &Value) -> Option<assay_tasks::bigcodebench::Task> {
+    let texts = texts(body);
+    hard()
+        .tasks
+        .into_iter()
+        .find(|t| texts.contains(t.complete_prompt.trim()))
+}
+
+/// Passes with the reference solution; fails with the wrong one.
+const RIGHT: &str = "BigCodeBench/19";
+const WRONG: &str = "BigCodeBench/161";
+
+/// `assay run bigcodebench-hard --agent AGENT` on two tasks: the agent writes the reference
+/// solution of one into solution.py (pass) and a wrong function for the other (fail).
+fn writes_one_bigcodebench_solution_right_and_another_wrong(agent: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        let Some(task) = asked_task(body) else {
+            return scripted(body, &[Step::Answer("I do not know this task.")]);
+        };
+        let code = if task.task_id == RIGHT {
+            task.reference_solution()
+        } else {
+            format!(
+                "def {}(*args, **kwargs):\n    return None\n",
+                task.entry_point
+            )
+        };
+        let write = format!("cat > solution.py <<'ASSAY_EOF'\n{code}\nASSAY_EOF");
+        scripted(
+            body,
+            &[Step::Shell(write), Step::Answer("Saved to solution.py.")],
+        )
+    });
+    let tasks = format!("{RIGHT},{WRONG}");
+    let done = assay_command(dir.path())
+        .args(["run", "bigcodebench-hard", "--agent", agent])
+        .args([
+            "--model",
+            "openai:scripted",
+            "--base-url",
+            &server.openai_base(),
+        ])
+        .args(["--tasks", &tasks, "--out", "run"])
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("assay runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&done.stdout),
+        String::from_utf8_lossy(&done.stderr),
+    );
+    assert!(done.status.success(), "{agent}: {stdout}\n{stderr}");
+    let out = dir.path().join("run");
+    let records = lines(&out.join("results.jsonl"));
+    let status = |id: &str| {
+        records
+            .iter()
+            .find(|r| r["task_id"] == id)
+            .map(|r| r["status"].as_str().unwrap_or_default().to_string())
+    };
+    assert_eq!(
+        status(RIGHT).as_deref(),
+        Some("pass"),
+        "{agent}: {records:?}"
+    );
+    assert_eq!(
+        status(WRONG).as_deref(),
+        Some("fail"),
+        "{agent}: {records:?}"
+    );
+    // What the agent spent, per sample: its requests and tokens, in generation.jsonl.
+    let generation = lines(&out.join("generation.jsonl"));
+    assert_eq!(generation.len(), 2, "{agent}");
+    for record in &generation {
+        assert!(record["error"].is_null(), "{agent}: {record}");
+        assert!(
+            record["usage"]["prompt_tokens"].as_u64().unwrap_or(0) > 0,
+            "{agent}: {record}"
+        );
+    }
+    let number = RIGHT.trim_start_matches("BigCodeBench/");
+    let exchanges = lines(&out.join(format!("agents/{number}-0/exchanges.jsonl")));
+    assert!(exchanges.len() >= 2, "{agent}: {exchanges:?}");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    assert!(
+        manifest["identity"]["agent"]
+            .as_str()
+            .is_some_and(|a| a.starts_with(agent)),
+        "{agent}: {manifest}"
+    );
+    for (path, bytes) in files(&out) {
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "{agent}: the key is in {}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn codex_solves_a_bigcodebench_task() {
+    writes_one_bigcodebench_solution_right_and_another_wrong("codex");
+}
+
+#[test]
+fn claude_code_solves_a_bigcodebench_task() {
+    writes_one_bigcodebench_solution_right_and_another_wrong("claude-code");
+}
+
+#[test]
+fn mini_swe_agent_solves_a_bigcodebench_task() {
+    writes_one_bigcodebench_solution_right_and_another_wrong("mini-swe-agent");
 }

@@ -63,6 +63,23 @@ pub struct Episode {
     pub answer: String,
 }
 
+impl Episode {
+    /// Writes the episode's record into `dir` (made if missing): `exchanges.jsonl`, every
+    /// model request as the gateway answered it, and the agent's `stdout.txt` and
+    /// `stderr.txt`.
+    pub fn keep(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut lines = String::new();
+        for exchange in &self.exchanges {
+            lines.push_str(&serde_json::to_string(exchange).map_err(io::Error::other)?);
+            lines.push('\n');
+        }
+        std::fs::write(dir.join("exchanges.jsonl"), lines)?;
+        std::fs::write(dir.join("stdout.txt"), &self.outcome.stdout.text)?;
+        std::fs::write(dir.join("stderr.txt"), &self.outcome.stderr.text)
+    }
+}
+
 /// The connections a sandboxed agent makes to its gateway, as an HTTP server's listener.
 struct Relayed(Connections);
 

@@ -11,5 +11,7 @@ pub mod prompt;
 mod run;
 mod settings;
 
-pub use run::{totals, GenerateError, Generation, Model, Onward, Pending, GENERATION};
+pub use run::{
+    totals, GenerateError, Generation, Model, Onward, Pending, Solved, Solver, GENERATION,
+};
 pub use settings::{resolve, SettingsError};

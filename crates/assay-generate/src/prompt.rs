@@ -39,6 +39,27 @@ pub fn chat_message(task: &Task, split: Split) -> String {
     }
 }
 
+/// Where a coding agent is asked to write its answer, in its working directory.
+pub const AGENT_SOLUTION_FILE: &str = "solution.py";
+
+/// What a coding agent is asked (not an official prompt: the official harness asks chat
+/// models only): the task's prompt of the split, and where to write the program. It asks for
+/// a file, as Harbor's adapter does, not a reply in a markdown block (an agent's reply is not
+/// its work).
+pub fn agent_message(task: &Task, split: Split) -> String {
+    let save = format!(
+        "Save the whole program, with its imports, to the file `{AGENT_SOLUTION_FILE}` in the \
+         current directory."
+    );
+    match split {
+        Split::Complete => format!(
+            "Complete the following Python function.\n```python\n{}\n```\n{save}\n",
+            task.complete_prompt.trim()
+        ),
+        Split::Instruct => format!("{}\n\n{save}\n", task.instruct_prompt.trim()),
+    }
+}
+
 /// What a base model continues: the Complete prompt as it is. Its answer is the prompt plus
 /// the continuation.
 pub fn completion_prompt(task: &Task) -> &str {

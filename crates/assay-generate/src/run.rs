@@ -3,6 +3,8 @@
 //! `samples.jsonl` in the official format and order.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -13,7 +15,7 @@ use assay_records::{
 };
 use assay_rundir::{python_json, Journal, RunDir, RunDirError, SAMPLES};
 use assay_sanitize::Sanitizer;
-use assay_tasks::bigcodebench::{Dataset, Task};
+use assay_tasks::bigcodebench::{Dataset, Split, Task};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -33,6 +35,36 @@ pub enum Model {
     Chat(Client),
     /// A base model continuing the Complete prompt (the official direct completion).
     Completion(Client),
+    /// A solver that works the task out rather than replying to it (a coding agent in a
+    /// sandbox), on a chat model's API.
+    Agent(Arc<dyn Solver>),
+}
+
+/// Something that answers a task by working on it: a coding agent that writes its solution
+/// to a file. Its answers are sanitized, logged and judged as a model's are.
+pub trait Solver: Send + Sync {
+    /// The model it works with.
+    fn client(&self) -> &Client;
+
+    /// Works on `task` (its `sample`-th answer, from 0) in the `split`'s prompt style.
+    fn solve<'a>(
+        &'a self,
+        task: &'a Task,
+        split: Split,
+        sample: u32,
+    ) -> Pin<Box<dyn Future<Output = Solved> + Send + 'a>>;
+}
+
+/// What a [`Solver`] came to.
+#[derive(Debug, Clone)]
+pub struct Solved {
+    /// Its answer (the file it wrote; empty when it wrote none), or why it could not work
+    /// on the task at all (the harness's failure: the sample is unanswered, `infra`).
+    pub answer: Result<String, String>,
+    /// Tokens its model requests used.
+    pub usage: TokenUsage,
+    /// Model requests it made.
+    pub requests: u32,
 }
 
 impl Model {
@@ -41,6 +73,7 @@ impl Model {
         match self {
             Model::Reference => None,
             Model::Chat(client) | Model::Completion(client) => Some(client),
+            Model::Agent(solver) => Some(solver.client()),
         }
     }
 
@@ -241,6 +274,8 @@ impl Generation<'_> {
         let per_request = match self.model {
             Model::Chat(client) | Model::Completion(client) => client.answers_per_request(),
             Model::Reference => settings.n,
+            // One episode per answer, each recorded as it ends.
+            Model::Agent(_) => 1,
         };
         let mut work: VecDeque<(Arc<Task>, u32)> = VecDeque::new();
         for task in &self.dataset.tasks {
@@ -435,6 +470,10 @@ async fn answer(
             );
             (ask(client, chat).await, "")
         }
+        Model::Agent(solver) => (
+            solve(solver.as_ref(), &task, settings.split, need).await,
+            "",
+        ),
         Model::Completion(client) => {
             let prefix = prompt::completion_prompt(&task);
             let completion = request(
@@ -512,6 +551,36 @@ async fn answer(
         context,
         thinking: reply.thinking,
     })
+}
+
+/// Has `solver` work out `need` answers to `task`, one after another. Its answers come as a
+/// model's would, its files as its texts; one it could not work on fails the whole request,
+/// as a model's failed request does (its samples are unanswered).
+async fn solve(
+    solver: &dyn Solver,
+    task: &Task,
+    split: Split,
+    need: u32,
+) -> Result<(Response, Option<ContextLimit>), RequestError> {
+    let started = Instant::now();
+    let mut response = Response::same(String::new(), 0, started, 0);
+    for sample in 0..need {
+        let solved = solver.solve(task, split, sample).await;
+        response.usage += &solved.usage;
+        response.attempts = response.attempts.max(solved.requests);
+        let answer = solved.answer.map_err(|message| RequestError::Failed {
+            message,
+            attempts: solved.requests,
+        })?;
+        response.texts.push(answer.clone());
+        response.answers.push(answer);
+        response.finish_reasons.push(None);
+        response.tool_calls.push(Vec::new());
+        response.thinking.push(None);
+        response.thinking_blocks.push(Vec::new());
+    }
+    response.latency = started.elapsed();
+    Ok((response, None))
 }
 
 /// Sends `request`; where it does not fit the model's context window, asks again once with

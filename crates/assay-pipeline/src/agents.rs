@@ -18,6 +18,26 @@ use assay_sandbox::Limits;
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
 
+/// A coding agent chosen to solve the tasks.
+#[derive(Clone)]
+pub struct CodingAgent {
+    /// The agent, installed.
+    pub agent: Installed,
+    /// Wall time of an episode.
+    pub wall: Duration,
+}
+
+impl CodingAgent {
+    /// The agent as the manifest names it: its name and pinned packages,
+    /// `codex (@openai/codex@0.171.0)`.
+    pub fn identity(&self) -> String {
+        let declaration = &self.agent.declaration;
+        let install = &declaration.install;
+        let pins = [&install.npm[..], &install.pypi[..]].concat().join(" ");
+        format!("{} ({pins})", declaration.name)
+    }
+}
+
 /// What a check found.
 pub struct CheckReport {
     /// The episode.

@@ -4,6 +4,7 @@
 //! it happens; the command line parses arguments into these requests, calls them and prints.
 
 pub mod agents;
+pub mod bigcodebench_agent;
 pub mod check;
 pub mod engine;
 mod error;

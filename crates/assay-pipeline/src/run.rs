@@ -6,14 +6,16 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use assay_eval::bigcodebench::samples;
-use assay_generate::Onward;
+use assay_generate::{Model, Onward};
 use assay_records::{EvalSummary, GenerationOutcome, Kind, Listener, RunEvent, Split};
 use assay_rundir::SAMPLES;
 use tokio::sync::mpsc;
 
+use crate::agents::CodingAgent;
+use crate::bigcodebench_agent::AgentSolver;
 use crate::error::PipelineError;
 use crate::generate::{generate, Chosen};
-use crate::judge::{Evaluate, JudgeSettings};
+use crate::judge::{Evaluate, Judge, JudgeSettings};
 use crate::selection::TaskSelection;
 
 /// What to run.
@@ -28,6 +30,9 @@ pub struct RunRequest {
     pub judge: JudgeSettings,
     /// The Python environment jobs run in, set up.
     pub env: assay_pyenv::Environment,
+    /// A coding agent that works out each answer instead of the model replying, and the
+    /// model requests an episode may make.
+    pub agent: Option<(CodingAgent, u32)>,
 }
 
 /// What a run came to.
@@ -59,17 +64,32 @@ pub async fn run(
     request: RunRequest,
     listener: &mut dyn Listener,
 ) -> Result<RunReport, PipelineError> {
-    let chosen = &request.chosen;
+    let mut chosen = request.chosen;
     let split = chosen.settings.split;
-    let options = request.judge.options(split)?;
+    let mut judging = request.judge;
+    let options = judging.options(split)?;
     let dataset = request.tasks.load()?;
+    if let Some((coding, _)) = &request.agent {
+        chosen.name = format!("{}--agent-{}", chosen.name, coding.agent.declaration.name);
+        judging
+            .engine
+            .visible
+            .extend(coding.agent.visible.iter().cloned());
+    }
     let out = request
         .out
         .clone()
         .unwrap_or_else(|| request.tasks.default_dir(split, &chosen.name));
-    let judge = request.judge.start(request.env, options, &[&out]).await?;
+    let bin = request.env.dir.join("bin");
+    let agent = request.agent.as_ref().map(|(coding, _)| coding.identity());
+    let judge = judging.start(request.env, options, &[&out]).await?;
+    if let Some((coding, max_turns)) = request.agent {
+        chosen.model = agent_model(&chosen, coding, max_turns, &judge, bin, &out)?;
+    }
+    let chosen = &chosen;
     let mut manifest = chosen.manifest(Kind::BigcodebenchRun, &request.tasks, &dataset);
     manifest.identity = judge.identity(manifest.identity);
+    manifest.identity.agent = agent;
     // It continues a directory `assay generate` made with the same settings.
     manifest.extends = vec![Kind::BigcodebenchGenerate];
     let opened = judge.open(&out, manifest, listener)?;
@@ -143,4 +163,41 @@ pub async fn run(
         split,
         dir: run.path().to_path_buf(),
     })
+}
+
+/// The chosen chat model, given to `coding`'s agent, which works out each answer in `judge`'s
+/// sandbox (its episodes share the judging's CPU slots).
+fn agent_model(
+    chosen: &Chosen,
+    coding: CodingAgent,
+    max_turns: u32,
+    judge: &Judge,
+    bin: PathBuf,
+    out: &std::path::Path,
+) -> Result<Model, PipelineError> {
+    let Model::Chat(client) = &chosen.model else {
+        return Err(PipelineError::Invalid(
+            "--agent needs a chat model's API (--model openai:MODEL or anthropic:MODEL), not the \
+             reference solutions or --direct-completion"
+                .into(),
+        ));
+    };
+    if max_turns == 0 {
+        return Err(PipelineError::Invalid(
+            "--max-turns must be at least 1".into(),
+        ));
+    }
+    Ok(Model::Agent(std::sync::Arc::new(AgentSolver {
+        engine: judge.engine().clone(),
+        model: assay_coding_agents::ModelAccess {
+            client: client.clone(),
+            name: client.spec().model.clone(),
+            temperature: chosen.settings.temperature,
+            max_tokens: chosen.settings.max_tokens,
+        },
+        coding,
+        bin,
+        max_turns,
+        run: out.to_path_buf(),
+    })))
 }

@@ -83,7 +83,8 @@ impl Context<'_> {
         let names = self
             .keep_outputs(task, outputs)
             .map_err(|e| NotRun::Harness(format!("keeping the episode's outputs: {e}")))?;
-        self.keep_agent_log(task, &ran.exchanges, outcome)
+        let log = self.out.join(TASKS_DIR).join(&task.index).join(AGENT_DIR);
+        ran.keep(&log)
             .map_err(|e| NotRun::Harness(format!("keeping the agent's log: {e}")))?;
         let (end, end_reason) = ending(ran.stop, outcome, coding.max_turns);
         let turns = ran.exchanges.iter().filter(|e| e.error.is_none()).count() as u32;
@@ -99,26 +100,6 @@ impl Context<'_> {
             },
             names,
         ))
-    }
-
-    /// `tasks/<index>/agent/`: `exchanges.jsonl` (every model request, as the gateway
-    /// recorded it), `stdout.txt` and `stderr.txt`.
-    fn keep_agent_log(
-        &self,
-        task: &Task,
-        exchanges: &[Exchange],
-        outcome: &assay_sandbox::ScriptOutcome,
-    ) -> std::io::Result<()> {
-        let dir = self.out.join(TASKS_DIR).join(&task.index).join(AGENT_DIR);
-        std::fs::create_dir_all(&dir)?;
-        let mut lines = String::new();
-        for exchange in exchanges {
-            lines.push_str(&serde_json::to_string(exchange).map_err(std::io::Error::other)?);
-            lines.push('\n');
-        }
-        std::fs::write(dir.join("exchanges.jsonl"), lines)?;
-        std::fs::write(dir.join("stdout.txt"), &outcome.stdout.text)?;
-        std::fs::write(dir.join("stderr.txt"), &outcome.stderr.text)
     }
 }
 

@@ -18,6 +18,8 @@ use std::time::Duration;
 use assay_agent::pybench::checks::Mode;
 use assay_agent::pybench::EpisodeSettings;
 use assay_coding_agents::{Installed, ModelAccess};
+
+pub use crate::agents::CodingAgent;
 use assay_models::{ApiKey, ServeSettings};
 use assay_pyenv::Environment;
 use assay_records::{Prices, PybenchSummary, ReasoningSettings, Shard};
@@ -141,15 +143,6 @@ impl Source {
             Source::Episodes { .. } => Path::new(""),
         }
     }
-}
-
-/// A coding agent chosen to solve the tasks.
-#[derive(Clone)]
-pub struct CodingAgent {
-    /// The agent, installed.
-    pub agent: Installed,
-    /// Wall time of an episode.
-    pub wall: Duration,
 }
 
 /// A coding agent as the episodes run it: with its model, and what an episode may spend.

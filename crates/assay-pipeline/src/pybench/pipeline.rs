@@ -173,14 +173,7 @@ pub async fn pybench(
             Some(_) => None,
             None => protocol.map(|p| p.as_str().to_string()),
         },
-        agent: chosen.map(|c| {
-            let install = &c.agent.declaration.install;
-            format!(
-                "{} ({})",
-                c.agent.declaration.name,
-                [&install.npm[..], &install.pypi[..]].concat().join(" ")
-            )
-        }),
+        agent: chosen.map(|c| c.identity()),
         checks: Some(request.checks.as_str().into()),
         max_turns: settings.as_ref().map(|s| s.max_turns),
         // Upstream's limit is left out, as runs recorded before it could be changed.
