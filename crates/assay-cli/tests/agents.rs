@@ -11,6 +11,10 @@ mod common;
 mod mock;
 
 use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::{assay_command, hard, lines, pybench_data, pybench_env, task_statuses, PYBENCH_DEDUP};
 use mock::{MockServer, Reply, Route};
@@ -409,4 +413,199 @@ fn claude_code_solves_a_bigcodebench_task() {
 #[test]
 fn mini_swe_agent_solves_a_bigcodebench_task() {
     writes_one_bigcodebench_solution_right_and_another_wrong("mini-swe-agent");
+}
+
+/// `assay run pybench --agent codex` on task 7 with `rest`, the model answering as `reply`
+/// does; the task's record.
+fn pybench_record(reply: impl Fn(&Value) -> Reply + Send + Sync + 'static, rest: &[&str]) -> Value {
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, reply);
+    let out = dir.path().join("run");
+    let data = pybench_data().display().to_string();
+    let done = assay_command(dir.path())
+        .args([
+            "run",
+            "pybench",
+            "--agent",
+            "codex",
+            "--model",
+            "openai:scripted",
+        ])
+        .args([
+            "--base-url",
+            &server.openai_base(),
+            "--data",
+            &data,
+            "--tasks",
+            "7",
+        ])
+        .args(rest)
+        .arg("--out")
+        .arg(&out)
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .expect("assay runs");
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    lines(&out.join("results.jsonl")).remove(0)
+}
+
+#[test]
+fn a_runaway_agent_is_ended_by_its_request_budget() {
+    // Codex has no turn limit of its own: the gateway's is the bound. The model never stops
+    // asking for commands.
+    let record = pybench_record(
+        |body| {
+            let again: Vec<Step> = (0..100).map(|_| Step::Shell("echo again".into())).collect();
+            scripted(body, &again)
+        },
+        &["--max-turns", "3"],
+    );
+    assert_eq!(record["end"], "max_turns", "{record}");
+    assert_eq!(record["turns"], 3, "{record}");
+    assert_eq!(record["status"], "fail", "{record}");
+}
+
+#[test]
+fn an_agent_past_its_time_is_ended_and_judged() {
+    let record = pybench_record(
+        |body| scripted(body, &[Step::Shell("sleep 120".into())]),
+        &["--agent-timeout", "5"],
+    );
+    assert_eq!(record["end"], "agent_ended", "{record}");
+    assert!(
+        record["end_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("wall-clock limit of 5 s")),
+        "{record}"
+    );
+    assert_eq!(record["status"], "fail", "{record}");
+    assert!(record["seconds"].as_f64().unwrap() < 30.0, "{record}");
+}
+
+/// Processes whose command line carries `mark`.
+fn processes_with(mark: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(mark) {
+            found.push(format!("{name}: {cmdline}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_run_killed_mid_episode_keeps_what_finished_and_leaves_no_agent_running() {
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    // Put together at run time: only the agent's command carries the whole name.
+    let mark = format!("assay-agent-{}-sleeper", std::process::id());
+    let (head, tail) = mark.split_at(6);
+    let resumed = Arc::new(AtomicBool::new(false));
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, {
+        let resumed = resumed.clone();
+        let sleeper = format!("X={head}; exec -a \"${{X}}{tail}\" sleep 300");
+        move |body| {
+            if body.to_string().contains("./output/3.csv") {
+                let dedup = format!("python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
+                let steps = [
+                    Step::Shell(dedup),
+                    Step::Answer("Finished: saved to ./output/3.csv"),
+                ];
+                scripted(body, &steps)
+            } else if resumed.load(Ordering::SeqCst) {
+                scripted(body, &[Step::Answer("Finished: 48 38 32 26 23 15 10 2 1")])
+            } else {
+                scripted(body, &[Step::Shell(sleeper.clone())])
+            }
+        }
+    });
+    let data = pybench_data().display().to_string();
+    let base = server.openai_base();
+    let command = || {
+        let mut command = assay_command(dir.path());
+        command
+            .args([
+                "run",
+                "pybench",
+                "--agent",
+                "codex",
+                "--model",
+                "openai:scripted",
+            ])
+            .args([
+                "--base-url",
+                &base,
+                "--data",
+                &data,
+                "--tasks",
+                "3,7",
+                "--out",
+                "run",
+            ])
+            .env("OPENAI_API_KEY", KEY);
+        command
+    };
+    let mut child = command()
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let results = dir.path().join("run/results.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !(std::fs::read_to_string(&results).is_ok_and(|t| t.contains("PyBench/3"))
+        && !processes_with(&mark).is_empty())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "task 3 never finished with task 7's agent asleep"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap(); // SIGKILL: assay gets no chance to clean up
+    child.wait().unwrap();
+    // The agent goes with it: its sandbox dies with the engine's worker.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with(&mark).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "left running: {:?}",
+            processes_with(&mark)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let asked_for_3 = |server: &MockServer| {
+        server
+            .requests_to(Route::Chat)
+            .iter()
+            .filter(|r| r.body.to_string().contains("./output/3.csv"))
+            .count()
+    };
+    let before = asked_for_3(&server);
+    resumed.store(true, Ordering::SeqCst);
+    let again = command().output().unwrap();
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(stderr.contains("resuming"), "{stderr}");
+    assert_eq!(asked_for_3(&server), before, "task 3's episode ran again");
+    let statuses = task_statuses(&results);
+    assert_eq!(
+        statuses,
+        [
+            ("PyBench/3".into(), "pass".into()),
+            ("PyBench/7".into(), "pass".into())
+        ]
+    );
 }

@@ -198,7 +198,7 @@ pub async fn run_episode(
         match stopped_rx.recv().await {
             Some(stop) => format!(
                 "the gateway stopped serving the episode: {}",
-                stop_words(stop)
+                stop.describe()
             ),
             None => std::future::pending().await,
         }
@@ -230,16 +230,6 @@ fn agent_path(agent: &Installed, benchmark_bin: &Path) -> String {
     dirs.extend(agent.path.iter().map(|d| d.display().to_string()));
     dirs.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(String::from));
     dirs.join(":")
-}
-
-fn stop_words(stop: Stop) -> &'static str {
-    match stop {
-        Stop::RequestBudget => "its request budget is spent",
-        Stop::TokenBudget => "its token budget is spent",
-        Stop::WallBudget => "its time budget is spent",
-        Stop::ContextFull => "the conversation outgrew the model's context window",
-        Stop::ModelFailed => "the model's API failed",
-    }
 }
 
 /// The agent's final answer, where its declaration says it is.

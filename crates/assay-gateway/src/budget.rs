@@ -38,6 +38,17 @@ pub enum Stop {
 }
 
 impl Stop {
+    /// Why the episode was stopped, in a few words ("its token budget is spent").
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stop::RequestBudget => "its request budget is spent",
+            Stop::TokenBudget => "its token budget is spent",
+            Stop::WallBudget => "its time budget is spent",
+            Stop::ContextFull => "the conversation outgrew the model's context window",
+            Stop::ModelFailed => "the model's API failed",
+        }
+    }
+
     /// What an agent asking after the stop is told.
     pub(crate) fn told(self) -> &'static str {
         match self {

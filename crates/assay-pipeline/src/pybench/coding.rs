@@ -121,9 +121,13 @@ fn ending(
         Some(Stop::ModelFailed) => (EpisodeEnd::ModelFailed, outcome.reason.clone()),
         Some(other) => (
             EpisodeEnd::AgentEnded,
-            format!("the gateway stopped the agent: {other:?}"),
+            format!("the gateway stopped the agent: {}", other.describe()),
         ),
         None if outcome.exit_code == Some(0) => (EpisodeEnd::Answered, "the agent finished".into()),
+        // The episode's own time limit: the sandbox's words say which.
+        None if outcome.status == Status::Timeout => {
+            (EpisodeEnd::AgentEnded, outcome.reason.clone())
+        }
         None => (
             EpisodeEnd::AgentEnded,
             format!("the agent {}", outcome.reason),
