@@ -565,9 +565,8 @@ fn a_run_killed_mid_episode_keeps_what_finished_and_leaves_no_agent_running() {
         .unwrap();
     let results = dir.path().join("run/results.jsonl");
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !(std::fs::read_to_string(&results).is_ok_and(|t| t.contains("PyBench/3"))
-        && !processes_with(&mark).is_empty())
-    {
+    let finished_3 = || std::fs::read_to_string(&results).is_ok_and(|t| t.contains("PyBench/3"));
+    while !finished_3() || processes_with(&mark).is_empty() {
         assert!(
             Instant::now() < deadline,
             "task 3 never finished with task 7's agent asleep"

@@ -175,6 +175,13 @@ fn env_status_lists_every_profile() {
         .collect();
     assert_eq!(
         names,
-        ["bigcodebench", "test", "pybench", "inspect", "llama-server"]
+        [
+            "bigcodebench",
+            "test",
+            "pybench",
+            "inspect",
+            "llama-server",
+            "agent-node"
+        ]
     );
 }
