@@ -1,9 +1,9 @@
 //! A real model behind a real OpenAI-compatible server: llama-cpp-python's, serving
 //! SmolLM2-135M-Instruct on the CPU (`common::llama`; its environment is built once per
 //! machine). Both benchmarks through chat and completions, both PyBench protocols, `kill -9`
-//! of assay and of the server mid-run, a window too small for the prompts, and `--serve`
-//! starting and stopping the real server. A test that cannot get the server fails with the
-//! reason.
+//! of assay and of the server mid-run, a window too small for the prompts, `--serve`
+//! starting and stopping the real server, and each coding agent's protocol translated to it by
+//! the gateway. A test that cannot get the server fails with the reason.
 //!
 //! What the model answers is its own business (a 135M model mostly fails); what is checked is
 //! what assay makes of it: every answer asked once, sanitized, judged, recorded, and nothing
@@ -601,4 +601,70 @@ fn serve_starts_the_real_server_for_both_benchmarks_and_stops_it() {
     let again = assay(dir.path(), &strings(&args));
     assert!(again.status.success(), "{}", text(&again.stderr));
     assert!(!text(&again.stderr).contains("starting the model server"));
+}
+
+#[test]
+fn each_agents_protocol_reaches_the_real_server_and_its_episode_is_judged() {
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    let server = LlamaServer::start(8192, dir.path().join("server.log"));
+    let model = format!("openai:{MODEL}");
+    let data = pybench_data().display().to_string();
+    // Codex speaks Responses (streamed), Claude Code Anthropic Messages (streamed),
+    // mini-swe-agent Chat Completions: each translated to the server's Chat Completions.
+    for (agent, protocol) in [
+        ("codex", "responses"),
+        ("claude-code", "messages"),
+        ("mini-swe-agent", "chat_completions"),
+    ] {
+        let out = format!("pybench-{agent}");
+        // Replies of 32 tokens: what is tested is the path, and prompt processing on a CPU is
+        // most of the time already (Claude Code's request is 4,000 tokens).
+        let done = assay(
+            dir.path(),
+            &[
+                "run",
+                "pybench",
+                "--agent",
+                agent,
+                "--model",
+                &model,
+                "--base-url",
+                &server.base_url(),
+                "--data",
+                &data,
+                "--tasks",
+                "7",
+                "--max-turns",
+                "2",
+                "--max-tokens",
+                "32",
+                "--out",
+                &out,
+            ],
+        );
+        assert!(done.status.success(), "{agent}: {}", text(&done.stderr));
+        let run = dir.path().join(&out);
+        let record = lines(&run.join("results.jsonl")).remove(0);
+        let status = record["status"].as_str().unwrap_or_default();
+        assert!(matches!(status, "pass" | "fail"), "{agent}: {record}");
+        let end = record["end"].as_str().unwrap_or_default();
+        assert!(
+            matches!(
+                end,
+                "answered" | "max_turns" | "agent_ended" | "context_full"
+            ),
+            "{agent}: {record}"
+        );
+        let exchanges = lines(&run.join("tasks/7/agent/exchanges.jsonl"));
+        let answered: Vec<&Value> = exchanges.iter().filter(|e| e["error"].is_null()).collect();
+        assert!(!answered.is_empty(), "{agent}: {exchanges:?}");
+        for exchange in &answered {
+            assert_eq!(exchange["protocol"], protocol, "{agent}");
+            assert!(
+                exchange["usage"]["prompt_tokens"].as_u64().unwrap_or(0) > 0,
+                "{agent}"
+            );
+        }
+    }
 }
