@@ -608,3 +608,120 @@ fn a_run_killed_mid_episode_keeps_what_finished_and_leaves_no_agent_running() {
         ]
     );
 }
+
+#[test]
+fn agent_runs_merge_judge_report_export_and_show_like_any_run() {
+    pybench_env();
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start_on_thread();
+    server.respond_with(Route::Chat, |body| {
+        if body.to_string().contains("./output/3.csv") {
+            let dedup = format!("python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
+            let steps = [
+                Step::Shell(dedup),
+                Step::Answer("Finished: saved to ./output/3.csv"),
+            ];
+            scripted(body, &steps)
+        } else {
+            scripted(body, &[Step::Answer("Finished: 48 38 32 26 23 15 10 2 1")])
+        }
+    });
+    let data = pybench_data().display().to_string();
+    let base = server.openai_base();
+    let ok = |args: &[&str]| {
+        let done = assay_command(dir.path())
+            .args(args)
+            .env("OPENAI_API_KEY", KEY)
+            .output()
+            .expect("assay runs");
+        assert!(
+            done.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        done
+    };
+    // Two machines' shards, merged.
+    for (shard, out) in [("0/2", "shard-0"), ("1/2", "shard-1")] {
+        ok(&[
+            "run",
+            "pybench",
+            "--agent",
+            "codex",
+            "--model",
+            "openai:scripted",
+            "--base-url",
+            &base,
+            "--data",
+            &data,
+            "--tasks",
+            "3,7",
+            "--shard",
+            shard,
+            "--out",
+            out,
+        ]);
+    }
+    ok(&["merge", "shard-0", "shard-1", "--out", "merged"]);
+    let merged = dir.path().join("merged");
+    let statuses = task_statuses(&merged.join("results.jsonl"));
+    assert_eq!(
+        statuses,
+        [
+            ("PyBench/3".into(), "pass".into()),
+            ("PyBench/7".into(), "pass".into())
+        ]
+    );
+    let report = ok(&["report", "--json", "merged"]);
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert!(report.to_string().contains("merged"), "{report}");
+    let export = ok(&["export", "merged", "--format", "inspect", "--out", "-"]);
+    let log: Value = serde_json::from_slice(&export.stdout).unwrap();
+    assert_eq!(log["samples"].as_array().unwrap().len(), 2);
+    // The LLM judge reads the agent's episodes in upstream's form, beside a reference run's.
+    let judge = MockServer::start_on_thread();
+    judge.respond_with(Route::Chat, |_| {
+        let verdict = json!({"Pass": {"Agent1": "Pass", "Agent2": "Pass"},
+                             "Decision": {"Agent1": 1, "Agent2": 1}});
+        Reply::chat(&[&format!("Both solved it.\n```\n{verdict}\n```")])
+    });
+    let reference = format!(
+        "replay:{}",
+        pybench_data().join("trajectory.jsonl").display()
+    );
+    ok(&[
+        "judge",
+        "pybench",
+        "merged",
+        "--judge",
+        "openai:judge-model",
+        "--base-url",
+        &judge.openai_base(),
+        "--reference",
+        &reference,
+    ]);
+    let asked = judge.requests_to(Route::Chat);
+    assert!(
+        asked
+            .iter()
+            .any(|r| r.body.to_string().contains("Code Interpreter Message")
+                && r.body.to_string().contains("exec_command")),
+        "the judge never saw the agent's episode"
+    );
+    let judged = lines(&merged.join("judgements.jsonl"));
+    assert!(!judged.is_empty());
+    // The viewer shows the agent's turns: its reply with the tool call, what the tool
+    // printed, its answer.
+    let view = common::viewer::Server::start(dir.path(), &[&merged]);
+    let sample = view.json("/api/runs/0/samples/3");
+    assert_eq!(sample["record"]["end"], "answered", "{sample}");
+    let shown = sample.to_string();
+    for part in [
+        "exec_command",
+        "Code Interpreter Message",
+        "rows",
+        "Finished: saved",
+    ] {
+        assert!(shown.contains(part), "{part}: {sample}");
+    }
+}

@@ -61,12 +61,46 @@ pub struct Episode {
     pub totals: Totals,
     /// Its final answer, read where its declaration says.
     pub answer: String,
+    /// Wall time of the whole episode: taking a sandbox, the agent's run, its files read
+    /// back, the gateway shut down.
+    pub seconds: f64,
+}
+
+/// Where an episode's time went, as `timing.json` keeps it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Timing {
+    /// The whole episode ([`Episode::seconds`]).
+    pub episode_seconds: f64,
+    /// The agent's job, from its start to its end: the agent's own time, its commands' and
+    /// its waits on the model.
+    pub job_seconds: f64,
+    /// Model requests answered.
+    pub requests: usize,
+    /// The model's API, over every request.
+    pub model_seconds: f64,
+    /// The gateway's own, over every request: reading, translating, replying.
+    pub gateway_seconds: f64,
 }
 
 impl Episode {
+    /// Where its time went.
+    pub fn timing(&self) -> Timing {
+        let answered = self.exchanges.iter().filter(|e| e.error.is_none());
+        let (requests, model, total) = answered.fold((0, 0.0, 0.0), |(n, m, t), e| {
+            (n + 1, m + e.model_seconds, t + e.latency_seconds)
+        });
+        Timing {
+            episode_seconds: self.seconds,
+            job_seconds: self.outcome.usage.wall.as_secs_f64(),
+            requests,
+            model_seconds: model,
+            gateway_seconds: total - model,
+        }
+    }
+
     /// Writes the episode's record into `dir` (made if missing): `exchanges.jsonl`, every
-    /// model request as the gateway answered it, and the agent's `stdout.txt` and
-    /// `stderr.txt`.
+    /// model request as the gateway answered it, `timing.json` ([`Timing`]), and the agent's
+    /// `stdout.txt` and `stderr.txt`.
     pub fn keep(&self, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut lines = String::new();
@@ -75,6 +109,8 @@ impl Episode {
             lines.push('\n');
         }
         std::fs::write(dir.join("exchanges.jsonl"), lines)?;
+        let timing = serde_json::to_string_pretty(&self.timing()).map_err(io::Error::other)?;
+        std::fs::write(dir.join("timing.json"), timing)?;
         std::fs::write(dir.join("stdout.txt"), &self.outcome.stdout.text)?;
         std::fs::write(dir.join("stderr.txt"), &self.outcome.stderr.text)
     }
@@ -127,6 +163,7 @@ pub async fn run_episode(
     benchmark_bin: &Path,
     on_exchange: Option<ExchangeHook>,
 ) -> Episode {
+    let started = std::time::Instant::now();
     let declaration = &agent.declaration;
     let token = placeholder_token();
     let base_url = format!("http://127.0.0.1:{GATEWAY_PORT}");
@@ -220,6 +257,7 @@ pub async fn run_episode(
         exchanges,
         totals,
         answer,
+        seconds: started.elapsed().as_secs_f64(),
     }
 }
 

@@ -14,7 +14,7 @@ mod scripted;
 use std::path::PathBuf;
 
 pub use declaration::{Answer, Declaration, Install, Run, Smoke, Values, Wire};
-pub use episode::{run_episode, Episode, EpisodeSpec, ModelAccess};
+pub use episode::{run_episode, Episode, EpisodeSpec, ModelAccess, Timing};
 pub use install::{install, installed, Installed};
 pub use scripted::{ScriptedModel, CHECK_FILE, CHECK_TEXT};
 

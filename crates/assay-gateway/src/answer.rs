@@ -21,6 +21,8 @@ pub(crate) struct Answer {
     pub(crate) usage: TokenUsage,
     /// HTTP attempts the client made.
     pub(crate) attempts: u32,
+    /// How long the model's API took, its retries and waits included.
+    pub(crate) model_seconds: f64,
 }
 
 impl Answer {
@@ -54,6 +56,7 @@ impl Answer {
             finish_reason: first(response.finish_reasons).flatten(),
             usage: response.usage,
             attempts: response.attempts,
+            model_seconds: response.latency.as_secs_f64(),
         }
     }
 

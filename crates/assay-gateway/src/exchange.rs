@@ -56,6 +56,10 @@ pub struct Exchange {
     pub usage: TokenUsage,
     /// From receiving the request to having its answer (or failure).
     pub latency_seconds: f64,
+    /// Of that, how long the model's API took (its retries included): the rest is the
+    /// gateway's own (reading, translating, replying).
+    #[serde(default)]
+    pub model_seconds: f64,
     /// HTTP attempts made of the model's API (0: it was not asked).
     pub attempts: u32,
     /// What the agent was told instead of a reply.
@@ -195,6 +199,7 @@ impl Pending {
         exchange.finish_reason = answer.finish_reason.clone();
         exchange.usage = answer.usage.clone();
         exchange.attempts = answer.attempts;
+        exchange.model_seconds = answer.model_seconds;
         self.journal.record(exchange);
     }
 
@@ -224,6 +229,7 @@ impl Pending {
             finish_reason: None,
             usage: TokenUsage::default(),
             latency_seconds: self.received.elapsed().as_secs_f64(),
+            model_seconds: 0.0,
             attempts: 0,
             error: None,
             upstream_error: None,
