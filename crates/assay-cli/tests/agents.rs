@@ -171,7 +171,8 @@ fn solves_one_pybench_task_and_fails_another(agent: &str, requests_for_3: usize)
     let server = MockServer::start_on_thread();
     server.respond_with(Route::Chat, |body| {
         if body.to_string().contains("./output/3.csv") {
-            let dedup = format!("python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
+            // Its environment is kept too: what the agent's commands can read.
+            let dedup = format!("env > output/env.txt; python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
             let steps = [
                 Step::Shell(dedup),
                 Step::Answer("Finished: saved to ./output/3.csv"),
@@ -224,6 +225,10 @@ fn solves_one_pybench_task_and_fails_another(agent: &str, requests_for_3: usize)
     assert_eq!(three["end"], "answered", "{agent}: {three}");
     assert_eq!(three["turns"], requests_for_3 as u64, "{agent}: {three}");
     assert!(out.join("tasks/3/output/3.csv").is_file(), "{agent}");
+    // Its commands see the placeholder the gateway asks for, not the key (checked below with
+    // every other file of the run).
+    let env = std::fs::read_to_string(out.join("tasks/3/output/env.txt")).unwrap();
+    assert!(env.contains("=assay-"), "{agent}: {env}");
     let exchanges = lines(&out.join("tasks/3/agent/exchanges.jsonl"));
     assert_eq!(exchanges.len(), requests_for_3, "{agent}");
     // The second request brought back what the dedup printed.
