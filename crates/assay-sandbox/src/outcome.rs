@@ -105,6 +105,24 @@ pub struct ScriptOutcome {
     pub isolation: IsolationLevel,
 }
 
+impl ScriptOutcome {
+    /// An end with nothing read back yet (no exit code, output, files or usage): what a
+    /// script or command job starts its outcome from.
+    pub(crate) fn ended(status: Status, reason: String) -> ScriptOutcome {
+        ScriptOutcome {
+            status,
+            reason,
+            exit_code: None,
+            error: None,
+            stdout: Captured::default(),
+            stderr: Captured::default(),
+            files: Vec::new(),
+            usage: Usage::default(),
+            isolation: IsolationLevel::Minimal,
+        }
+    }
+}
+
 /// What one session cell did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecOutcome {

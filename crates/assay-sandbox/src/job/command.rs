@@ -16,11 +16,11 @@ use crate::collect::{is_plain_name, is_plain_relative};
 use crate::config::Limits;
 use crate::drive::{ending, Aftermath, End, Ending, Read};
 use crate::engine::Engine;
-use crate::outcome::{ScriptOutcome, Usage};
+use crate::outcome::ScriptOutcome;
 use crate::protocol::job::{Control, Event, RelaySpec};
 use crate::sandbox::Workspace;
 use crate::seqpacket::SeqPacket;
-use assay_records::{Captured, IsolationLevel, Status};
+use assay_records::Status;
 
 /// The relay socket's name in the workspace root, outside the working directory. The job
 /// process removes it once the supervisor connected, before the program starts.
@@ -127,20 +127,23 @@ impl Engine {
         stop: impl Future<Output = String>,
     ) -> ScriptOutcome {
         if job.argv.is_empty() {
-            return infra("invalid job: no program to run".into(), command_outcome);
+            return infra(
+                "invalid job: no program to run".into(),
+                ScriptOutcome::ended,
+            );
         }
         if !is_plain_name(&job.workdir) {
             let reason = format!(
                 "invalid job: workdir {:?} must be one plain name",
                 job.workdir
             );
-            return infra(reason, command_outcome);
+            return infra(reason, ScriptOutcome::ended);
         }
         let files = job.files.iter().chain(&job.home_files);
         let paths = files.map(|f| &f.path).chain(&job.dirs);
         if let Some(bad) = paths.into_iter().find(|p| !is_plain_relative(p)) {
             let reason = format!("invalid job: input path {bad:?} must be relative and plain");
-            return infra(reason, command_outcome);
+            return infra(reason, ScriptOutcome::ended);
         }
         let inner = &self.inner;
         let limits = job
@@ -189,7 +192,7 @@ impl Engine {
             .await;
         let mut ran = match ran {
             Ok(ran) => ran,
-            Err(e) => return infra(e, command_outcome),
+            Err(e) => return infra(e, ScriptOutcome::ended),
         };
         let mut outcome = command_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
         if job.collect_files && outcome.status != Status::Infra {
@@ -201,20 +204,6 @@ impl Engine {
         outcome.usage = ran.aftermath.usage(ran.wall);
         outcome.isolation = ran.isolation;
         outcome
-    }
-}
-
-fn command_outcome(status: Status, reason: String) -> ScriptOutcome {
-    ScriptOutcome {
-        status,
-        reason,
-        exit_code: None,
-        error: None,
-        stdout: Captured::default(),
-        stderr: Captured::default(),
-        files: Vec::new(),
-        usage: Usage::default(),
-        isolation: IsolationLevel::Minimal,
     }
 }
 
@@ -232,11 +221,11 @@ fn command_verdict<'a>(
     };
     let (exit_code, signal) = match ending(end, aftermath, limits, started, report) {
         Ending::Reported(done) => done,
-        Ending::Stopped(status, reason) => return command_outcome(status, reason),
-        Ending::HarnessFailed(reason) => return command_outcome(Status::Infra, reason),
+        Ending::Stopped(status, reason) => return ScriptOutcome::ended(status, reason),
+        Ending::HarnessFailed(reason) => return ScriptOutcome::ended(Status::Infra, reason),
         Ending::Unreported(cause) => {
             let reason = format!("the command did not finish: {cause}");
-            return command_outcome(Status::Error, reason);
+            return ScriptOutcome::ended(Status::Error, reason);
         }
     };
     let (status, reason) = match (exit_code, signal) {
@@ -245,7 +234,7 @@ fn command_verdict<'a>(
         (None, Some(signal)) => (Status::Error, format!("killed by signal {signal}")),
         (None, None) => (Status::Error, "ended without an exit status".to_string()),
     };
-    let mut outcome = command_outcome(status, reason);
+    let mut outcome = ScriptOutcome::ended(status, reason);
     outcome.exit_code = exit_code;
     outcome
 }

@@ -5,25 +5,9 @@ use crate::collect::{is_plain_name, is_plain_relative};
 use crate::config::Limits;
 use crate::drive::{ending, Aftermath, End, Ending, Read};
 use crate::engine::Engine;
-use crate::outcome::{PyError, ScriptOutcome, Usage};
+use crate::outcome::{PyError, ScriptOutcome};
 use crate::protocol::job::{Control, Event};
-use assay_records::Captured;
-use assay_records::IsolationLevel;
 use assay_records::Status;
-
-fn script_outcome(status: Status, reason: String) -> ScriptOutcome {
-    ScriptOutcome {
-        status,
-        reason,
-        exit_code: None,
-        error: None,
-        stdout: Captured::default(),
-        stderr: Captured::default(),
-        files: Vec::new(),
-        usage: Usage::default(),
-        isolation: IsolationLevel::Minimal,
-    }
-}
 
 impl Engine {
     /// Runs `job.code` as `__main__` in its own working directory and returns the verdict,
@@ -34,14 +18,14 @@ impl Engine {
                 "invalid job: workdir {:?} must be one plain name",
                 job.workdir
             );
-            return infra(reason, script_outcome);
+            return infra(reason, ScriptOutcome::ended);
         }
         if let Some(bad) = job.files.iter().find(|f| !is_plain_relative(&f.path)) {
             let reason = format!(
                 "invalid job: input path {:?} must be relative and plain",
                 bad.path
             );
-            return infra(reason, script_outcome);
+            return infra(reason, ScriptOutcome::ended);
         }
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
@@ -71,7 +55,7 @@ impl Engine {
             .await;
         let mut ran = match ran {
             Ok(ran) => ran,
-            Err(e) => return infra(e, script_outcome),
+            Err(e) => return infra(e, ScriptOutcome::ended),
         };
         let mut outcome = script_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
         if job.collect_files && outcome.status != Status::Infra {
@@ -99,11 +83,11 @@ fn script_verdict<'a>(
     };
     let (exit_code, error) = match ending(end, aftermath, limits, started, report) {
         Ending::Reported(done) => done,
-        Ending::Stopped(status, reason) => return script_outcome(status, reason),
-        Ending::HarnessFailed(reason) => return script_outcome(Status::Infra, reason),
+        Ending::Stopped(status, reason) => return ScriptOutcome::ended(status, reason),
+        Ending::HarnessFailed(reason) => return ScriptOutcome::ended(Status::Infra, reason),
         Ending::Unreported(cause) => {
             let reason = format!("the script did not finish: {cause}");
-            let mut outcome = script_outcome(Status::Error, reason);
+            let mut outcome = ScriptOutcome::ended(Status::Error, reason);
             outcome.exit_code = aftermath.exit().and_then(|e| e.code());
             return outcome;
         }
@@ -115,7 +99,7 @@ fn script_verdict<'a>(
         (None, 0) => (Status::Pass, "exited with code 0".to_string()),
         (None, code) => (Status::Error, format!("exited with code {code}")),
     };
-    let mut outcome = script_outcome(status, reason);
+    let mut outcome = ScriptOutcome::ended(status, reason);
     outcome.exit_code = Some(exit_code);
     outcome.error = error;
     outcome
