@@ -93,6 +93,10 @@ pub struct RunArgs {
     /// With --agent: seconds an episode may take, the agent's commands included.
     #[arg(long, default_value_t = 1200)]
     pub agent_timeout: u64,
+    /// With --agent: tokens an episode's model requests may use (prompt and reply, as the
+    /// provider counts them); past them the agent is ended and judged on what it produced.
+    #[arg(long)]
+    pub agent_tokens: Option<u64>,
     /// Seconds a cell may run before it is interrupted (KeyboardInterrupt).
     #[arg(long, default_value_t = 120)]
     pub cell_timeout: u64,
@@ -131,6 +135,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             Some(Box::new(CodingAgent {
                 agent: install(&declaration, &python, &Spinner::new()).await?,
                 wall: Duration::from_secs(args.agent_timeout),
+                tokens: args.agent_tokens,
             }))
         }
         None => None,

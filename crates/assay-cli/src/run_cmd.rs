@@ -55,6 +55,10 @@ pub struct RunArgs {
     /// With --agent: seconds an episode may take, the agent's commands included.
     #[arg(long, default_value_t = 600)]
     pub agent_timeout: u64,
+    /// With --agent: tokens an episode's model requests may use (prompt and reply, as the
+    /// provider counts them); past them the agent is ended and judged on what it produced.
+    #[arg(long)]
+    pub agent_tokens: Option<u64>,
 }
 
 /// A coding agent's token limit per reply when --max-tokens is not given.
@@ -72,7 +76,15 @@ pub async fn run(args: RunArgs) -> Result<i32> {
             let python = Interpreter::discover(args.judging.engine.select.python.as_deref())?;
             let agent = install(&declaration, &python, &Spinner::new()).await?;
             let wall = Duration::from_secs(args.agent_timeout);
-            Some((CodingAgent { agent, wall }, args.max_turns))
+            let tokens = args.agent_tokens;
+            Some((
+                CodingAgent {
+                    agent,
+                    wall,
+                    tokens,
+                },
+                args.max_turns,
+            ))
         }
         None => None,
     };

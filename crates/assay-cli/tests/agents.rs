@@ -471,6 +471,28 @@ fn a_runaway_agent_is_ended_by_its_request_budget() {
 }
 
 #[test]
+fn a_runaway_agent_is_ended_by_its_token_budget() {
+    // Each scripted reply counts 120 tokens: past 200, the third request is refused and the
+    // agent ended.
+    let record = pybench_record(
+        |body| {
+            let again: Vec<Step> = (0..100).map(|_| Step::Shell("echo again".into())).collect();
+            scripted(body, &again)
+        },
+        &["--agent-tokens", "200"],
+    );
+    assert_eq!(record["end"], "agent_ended", "{record}");
+    assert!(
+        record["end_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("its token budget is spent")),
+        "{record}"
+    );
+    assert_eq!(record["turns"], 2, "{record}");
+    assert_eq!(record["tokens"]["prompt_tokens"], 200, "{record}");
+}
+
+#[test]
 fn an_agent_past_its_time_is_ended_and_judged() {
     let record = pybench_record(
         |body| scripted(body, &[Step::Shell("sleep 120".into())]),

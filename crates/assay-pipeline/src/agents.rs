@@ -25,6 +25,9 @@ pub struct CodingAgent {
     pub agent: Installed,
     /// Wall time of an episode.
     pub wall: Duration,
+    /// Tokens an episode's model requests may use (prompt and reply, as the provider counts
+    /// them); none: no bound but the turns.
+    pub tokens: Option<u64>,
 }
 
 impl CodingAgent {

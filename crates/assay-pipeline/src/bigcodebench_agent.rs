@@ -60,7 +60,7 @@ impl Solver for AgentSolver {
                 },
                 budget: Budget {
                     requests: Some(self.max_turns),
-                    tokens: None,
+                    tokens: self.coding.tokens,
                     wall: None,
                 },
                 max_turns: self.max_turns,

@@ -50,7 +50,7 @@ impl Context<'_> {
             },
             budget: Budget {
                 requests: Some(coding.max_turns),
-                tokens: None,
+                tokens: coding.tokens,
                 wall: None,
             },
             max_turns: coding.max_turns,

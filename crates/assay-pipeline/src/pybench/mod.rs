@@ -154,4 +154,5 @@ pub(super) struct Coding {
     /// Model requests an episode may make (upstream's turn limit).
     pub(super) max_turns: u32,
     pub(super) wall: Duration,
+    pub(super) tokens: Option<u64>,
 }

@@ -336,6 +336,7 @@ pub async fn pybench(
             bin: request.env.dir.join("bin"),
             max_turns: settings.max_turns,
             wall: chosen.wall,
+            tokens: chosen.tokens,
         }),
         _ => None,
     };
