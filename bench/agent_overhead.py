@@ -130,7 +130,7 @@ def main():
             median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
             ours = median["gateway"] + median["sandbox"] + median["checks"]
             print(f"{agent:<16}{median['requests']:>9.0f}{median['agent']:>9.2f}"
-                  f"{median['gateway']:>11.3f}{median['sandbox']:>11.2f}{median['checks']:>10.2f}"
+                  f"{median['gateway']:>11.3f}{median['sandbox']:>11.3f}{median['checks']:>10.3f}"
                   f"{ours / median['agent']:>13.2f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
