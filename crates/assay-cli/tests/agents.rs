@@ -746,3 +746,45 @@ fn agent_runs_merge_judge_report_export_and_show_like_any_run() {
         assert!(shown.contains(part), "{part}: {sample}");
     }
 }
+
+#[test]
+fn a_users_own_declaration_is_installed_and_checked_and_a_bad_one_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // Their own agent: mini-swe-agent under another name, limited to 5 steps of its own.
+    let built_in = include_str!("../../assay-coding-agents/agents/mini-swe-agent.toml");
+    let mine = built_in
+        .replace("name = \"mini-swe-agent\"", "name = \"my-mini\"")
+        .replace("agent.step_limit={max_turns}", "agent.step_limit=5");
+    std::fs::write(dir.path().join("my-mini.toml"), mine).unwrap();
+    let out = assay_command(dir.path())
+        .args(["agents", "check", "my-mini.toml", "--profile", "test"])
+        .output()
+        .expect("assay runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("my-mini: 2 model requests"), "{stdout}");
+    // A pin that is not one is refused before anything is installed, by file, line and field.
+    let bad = built_in.replace("mini-swe-agent==2.4.6", "mini-swe-agent>=2");
+    std::fs::write(dir.path().join("bad.toml"), bad).unwrap();
+    let out = assay_command(dir.path())
+        .args(["agents", "install", "bad.toml"])
+        .output()
+        .expect("assay runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    let line = built_in
+        .lines()
+        .position(|l| l.starts_with("pypi"))
+        .unwrap()
+        + 1;
+    assert!(
+        stderr.contains(&format!(
+            "bad.toml:{line}: pypi: \"mini-swe-agent>=2\" is not `name==version`"
+        )),
+        "{stderr}"
+    );
+}

@@ -43,7 +43,7 @@ pub fn installed(
 ) -> Result<Option<Installed>, Error> {
     let mut dirs = Dirs::default();
     if !declaration.install.npm.is_empty() {
-        let node = Environment::locate(node_profile()?, python.clone())?;
+        let node = environment(node_profile()?, python)?;
         if !matches!(node.status(), assay_pyenv::EnvStatus::Complete(_)) {
             return Ok(None);
         }
@@ -71,7 +71,7 @@ pub async fn install(
 ) -> Result<Installed, Error> {
     let mut dirs = Dirs::default();
     if !declaration.install.npm.is_empty() {
-        let node = Environment::locate(node_profile()?, python.clone())?;
+        let node = environment(node_profile()?, python)?;
         node.ensure(observer)?;
         let dir = npm_dir(declaration, &node)?;
         npm_install(&declaration.install.npm, &dir, &node, observer).await?;
@@ -102,26 +102,47 @@ impl Dirs {
     fn pypi(&mut self, env: &Environment) {
         self.path.push(env.dir.join("bin"));
         self.visible.push(env.dir.clone());
+        // The interpreter the environment's `python` links to, with its standard library.
+        let base = env.interpreter.executable.parent().and_then(Path::parent);
+        if let Some(prefix) = base {
+            self.visible.push(prefix.to_path_buf());
+        }
     }
 
-    /// The directories as the sandbox shows them: by their real paths (a cache reached
-    /// through a link is shown where the link leads, and a program's `#!` line names it so).
     fn into_installed(self, declaration: &Declaration) -> Installed {
-        let real = |dirs: Vec<PathBuf>| {
-            dirs.into_iter()
-                .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
-                .collect()
-        };
         Installed {
             declaration: declaration.clone(),
-            path: real(self.path),
-            visible: real(self.visible),
+            path: self.path,
+            visible: self.visible,
         }
     }
 }
 
 fn node_profile() -> Result<Profile, Error> {
     Ok(Profile::by_name("agent-node")?)
+}
+
+/// `profile`'s environment for `python`, at the real path of the environments' directory
+/// (made if missing): a virtual environment names its interpreter in its programs' `#!` lines
+/// by the path it was made at, which must not be a link that may go (a test's cache root, a
+/// cluster's home).
+fn environment(profile: Profile, python: &Interpreter) -> Result<Environment, Error> {
+    let mut env = Environment::locate(profile, python.clone())?;
+    let envs = env
+        .dir
+        .parent()
+        .expect("an environment has a parent")
+        .to_path_buf();
+    let io = |source| Error::Io {
+        path: envs.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&envs).map_err(io)?;
+    let real = std::fs::canonicalize(&envs).map_err(io)?;
+    if let Some(name) = env.dir.file_name() {
+        env.dir = real.join(name);
+    }
+    Ok(env)
 }
 
 /// `<cache>/agents/<name>-<digest>`: the digest of the pins and of the Node that installs and
@@ -136,9 +157,16 @@ fn npm_dir(declaration: &Declaration, node: &Environment) -> Result<PathBuf, Err
     let node_dir = std::fs::canonicalize(&node.dir).unwrap_or_else(|_| node.dir.clone());
     hasher.update(node_dir.as_os_str().as_encoded_bytes());
     let digest = &hasher.finalize().to_hex()[..12];
-    Ok(assay_pyenv::cache_root()?
-        .join("agents")
-        .join(format!("{}-{digest}", declaration.name)))
+    let agents = assay_pyenv::cache_root()?.join("agents");
+    std::fs::create_dir_all(&agents).map_err(|source| Error::Io {
+        path: agents.clone(),
+        source,
+    })?;
+    let agents = std::fs::canonicalize(&agents).map_err(|source| Error::Io {
+        path: agents.clone(),
+        source,
+    })?;
+    Ok(agents.join(format!("{}-{digest}", declaration.name)))
 }
 
 /// The environment of the agent's PyPI packages: a profile made of its pins. A declaration is
@@ -147,7 +175,9 @@ fn npm_dir(declaration: &Declaration, node: &Environment) -> Result<PathBuf, Err
 fn pypi_environment(declaration: &Declaration, python: &Interpreter) -> Result<Environment, Error> {
     let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
     let profile = Profile {
-        name: leak(format!("agent-{}", declaration.name)),
+        // Named by its pins alone (the directory's digest): agents that pin the same packages
+        // share one environment.
+        name: "agent-pypi",
         summary: leak(declaration.summary.clone()),
         requirements: leak(declaration.install.pypi.join("\n")),
         preload: &[],
@@ -158,7 +188,7 @@ fn pypi_environment(declaration: &Declaration, python: &Interpreter) -> Result<E
         files: &[],
         build_env: &[],
     };
-    Ok(Environment::locate(profile, python.clone())?)
+    environment(profile, python)
 }
 
 async fn npm_install(
