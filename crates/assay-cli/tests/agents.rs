@@ -23,13 +23,14 @@ use serde_json::{json, Value};
 /// The provider key the scripted model's server is given: never in anything an agent sees.
 const KEY: &str = "sk-agent-canary-4471";
 
-/// Installs `agent` if needed and checks it: it must run the command through `requests`
-/// model requests (one asked for the command, one saw its output and finished) and answer
-/// `answer` when one is given.
-fn check(agent: &str, requests: u32, answer: Option<&str>) {
+/// Installs `agent` if needed and checks it, with `rest`: it must run the command through
+/// `requests` model requests (one asked for the command, one saw its output and finished) and
+/// answer `answer` when one is given.
+fn check(agent: &str, requests: u32, answer: Option<&str>, rest: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let out = assay_command(dir.path())
         .args(["agents", "check", agent, "--profile", "test"])
+        .args(rest)
         .output()
         .expect("assay runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -54,18 +55,24 @@ fn check(agent: &str, requests: u32, answer: Option<&str>) {
 
 #[test]
 fn codex_runs_a_command_through_the_responses_api() {
-    check("codex", 2, Some("Done."));
+    check("codex", 2, Some("Done."), &[]);
+}
+
+#[test]
+fn with_the_hosts_network_the_gateway_takes_a_free_port() {
+    // No network namespace of its own: the loopback is the host's, shared by every episode.
+    check("codex", 2, Some("Done."), &["--allow-network"]);
 }
 
 #[test]
 fn claude_code_runs_a_command_through_anthropic_messages() {
-    check("claude-code", 2, Some("Done."));
+    check("claude-code", 2, Some("Done."), &[]);
 }
 
 #[test]
 fn mini_swe_agent_runs_a_command_through_chat_completions() {
     // Its second command is the one that submits; its last reply has no text.
-    check("mini-swe-agent", 2, None);
+    check("mini-swe-agent", 2, None, &[]);
 }
 
 #[test]

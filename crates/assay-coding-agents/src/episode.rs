@@ -18,6 +18,18 @@ use crate::Installed;
 /// other episode's, and nothing else listens there).
 const GATEWAY_PORT: u16 = 4000;
 
+/// The gateway's port for an episode in `engine`: [`GATEWAY_PORT`] in a network namespace of
+/// its own; without one (a kernel without namespaces, or `--allow-network`), the host's
+/// loopback is shared with every other episode, so a port free there now.
+fn gateway_port(engine: &Engine) -> u16 {
+    if engine.isolation().layers.net_ns {
+        return GATEWAY_PORT;
+    }
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_or(GATEWAY_PORT, |a| a.port())
+}
+
 /// The model an agent is given.
 #[derive(Clone)]
 pub struct ModelAccess {
@@ -166,7 +178,8 @@ pub async fn run_episode(
     let started = std::time::Instant::now();
     let declaration = &agent.declaration;
     let token = placeholder_token();
-    let base_url = format!("http://127.0.0.1:{GATEWAY_PORT}");
+    let port = gateway_port(engine);
+    let base_url = format!("http://127.0.0.1:{port}");
     let values = Values {
         prompt: &spec.prompt,
         model: &model.name,
@@ -179,7 +192,7 @@ pub async fn run_episode(
     job.files = spec.files.clone();
     job.dirs = spec.dirs.clone();
     job.limits = Some(spec.limits.clone());
-    job.relay = Some(GATEWAY_PORT);
+    job.relay = Some(port);
     job.home_files = run
         .home_files
         .iter()
