@@ -163,6 +163,20 @@ fn files(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     out
 }
 
+/// The scripted model on PyBench task 3: the dedup (after `before`, a shell prefix), then the
+/// answer naming the file. `None` for another task.
+fn solve_3(body: &Value, before: &str) -> Option<Reply> {
+    if !body.to_string().contains("./output/3.csv") {
+        return None;
+    }
+    let dedup = format!("{before}python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
+    let steps = [
+        Step::Shell(dedup),
+        Step::Answer("Finished: saved to ./output/3.csv"),
+    ];
+    Some(scripted(body, &steps))
+}
+
 /// `assay run pybench --agent AGENT` on tasks 3 (the agent dedups the CSV into
 /// ./output/3.csv with a Python heredoc, then says where it is: its check passes) and 7 (the
 /// agent answers with the wrong counts: its check fails).
@@ -171,17 +185,9 @@ fn solves_one_pybench_task_and_fails_another(agent: &str, requests_for_3: usize)
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start_on_thread();
     server.respond_with(Route::Chat, |body| {
-        if body.to_string().contains("./output/3.csv") {
-            // Its environment is kept too: what the agent's commands can read.
-            let dedup = format!("env > output/env.txt; python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
-            let steps = [
-                Step::Shell(dedup),
-                Step::Answer("Finished: saved to ./output/3.csv"),
-            ];
-            scripted(body, &steps)
-        } else {
-            scripted(body, &[Step::Answer("Finished: 1 2 3")])
-        }
+        // Its environment is kept too: what the agent's commands can read.
+        solve_3(body, "env > output/env.txt; ")
+            .unwrap_or_else(|| scripted(body, &[Step::Answer("Finished: 1 2 3")]))
     });
     let out = dir.path().join("run");
     let data = pybench_data().display().to_string();
@@ -546,13 +552,8 @@ fn a_run_killed_mid_episode_keeps_what_finished_and_leaves_no_agent_running() {
         let resumed = resumed.clone();
         let sleeper = format!("X={head}; exec -a \"${{X}}{tail}\" sleep 300");
         move |body| {
-            if body.to_string().contains("./output/3.csv") {
-                let dedup = format!("python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
-                let steps = [
-                    Step::Shell(dedup),
-                    Step::Answer("Finished: saved to ./output/3.csv"),
-                ];
-                scripted(body, &steps)
+            if let Some(reply) = solve_3(body, "") {
+                reply
             } else if resumed.load(Ordering::SeqCst) {
                 scripted(body, &[Step::Answer("Finished: 48 38 32 26 23 15 10 2 1")])
             } else {
@@ -643,16 +644,9 @@ fn agent_runs_merge_judge_report_export_and_show_like_any_run() {
     let dir = tempfile::tempdir().unwrap();
     let server = MockServer::start_on_thread();
     server.respond_with(Route::Chat, |body| {
-        if body.to_string().contains("./output/3.csv") {
-            let dedup = format!("python3 - <<'EOF'\n{PYBENCH_DEDUP}\nEOF");
-            let steps = [
-                Step::Shell(dedup),
-                Step::Answer("Finished: saved to ./output/3.csv"),
-            ];
-            scripted(body, &steps)
-        } else {
+        solve_3(body, "").unwrap_or_else(|| {
             scripted(body, &[Step::Answer("Finished: 48 38 32 26 23 15 10 2 1")])
-        }
+        })
     });
     let data = pybench_data().display().to_string();
     let base = server.openai_base();

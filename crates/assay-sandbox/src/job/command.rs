@@ -11,7 +11,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::{collect_workdir, encode_files, infra, InputFile};
+use super::{encode_files, infra, InputFile};
 use crate::collect::{is_plain_name, is_plain_relative};
 use crate::config::Limits;
 use crate::drive::{ending, Aftermath, End, Ending, Read};
@@ -190,20 +190,13 @@ impl Engine {
         let ran = inner
             .run_job(Some(&job.workdir), &job.env, &limits, control, served, stop)
             .await;
-        let mut ran = match ran {
+        let ran = match ran {
             Ok(ran) => ran,
             Err(e) => return infra(e, ScriptOutcome::ended),
         };
-        let mut outcome = command_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
-        if job.collect_files && outcome.status != Status::Infra {
-            outcome.files =
-                collect_workdir(ran.workspace.host_path(), job.workdir, "command").await;
-        }
-        outcome.stdout = ran.streams.out.take();
-        outcome.stderr = ran.streams.err.take();
-        outcome.usage = ran.aftermath.usage(ran.wall);
-        outcome.isolation = ran.isolation;
-        outcome
+        let outcome = command_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
+        ran.complete(outcome, job.collect_files, job.workdir, "command")
+            .await
     }
 }
 

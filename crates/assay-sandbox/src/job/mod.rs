@@ -22,7 +22,7 @@ use crate::config::{IsolationMode, Limits};
 use crate::drive::{finish, run_until, settle, Aftermath, End, Read, Streams};
 use crate::engine::Inner;
 use crate::meter::CpuMeter;
-use crate::outcome::OutputFile;
+use crate::outcome::{OutputFile, ScriptOutcome};
 use crate::protocol::job::{Control, Event, FileData, JobBase, Rlimits};
 use crate::sandbox::{Sandbox, Workspace};
 use assay_records::IsolationLevel;
@@ -277,6 +277,28 @@ impl Inner {
             isolation,
             workspace,
         })
+    }
+}
+
+impl Ran {
+    /// A script's or command's `outcome` completed with what the run read: the files left in
+    /// `workdir` (when `collect` and the harness did not fail; `kind` names the job in a
+    /// warning), its output, usage and isolation.
+    async fn complete(
+        mut self,
+        mut outcome: ScriptOutcome,
+        collect: bool,
+        workdir: String,
+        kind: &'static str,
+    ) -> ScriptOutcome {
+        if collect && outcome.status != Status::Infra {
+            outcome.files = collect_workdir(self.workspace.host_path(), workdir, kind).await;
+        }
+        outcome.stdout = self.streams.out.take();
+        outcome.stderr = self.streams.err.take();
+        outcome.usage = self.aftermath.usage(self.wall);
+        outcome.isolation = self.isolation;
+        outcome
     }
 }
 

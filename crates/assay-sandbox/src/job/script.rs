@@ -1,6 +1,6 @@
 //! A script job's end read into its verdict, and the files it left collected.
 
-use super::{collect_workdir, encode_files, infra, ScriptJob};
+use super::{encode_files, infra, ScriptJob};
 use crate::collect::{is_plain_name, is_plain_relative};
 use crate::config::Limits;
 use crate::drive::{ending, Aftermath, End, Ending, Read};
@@ -53,19 +53,13 @@ impl Engine {
                 std::future::pending(),
             )
             .await;
-        let mut ran = match ran {
+        let ran = match ran {
             Ok(ran) => ran,
             Err(e) => return infra(e, ScriptOutcome::ended),
         };
-        let mut outcome = script_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
-        if job.collect_files && outcome.status != Status::Infra {
-            outcome.files = collect_workdir(ran.workspace.host_path(), job.workdir, "script").await;
-        }
-        outcome.stdout = ran.streams.out.take();
-        outcome.stderr = ran.streams.err.take();
-        outcome.usage = ran.aftermath.usage(ran.wall);
-        outcome.isolation = ran.isolation;
-        outcome
+        let outcome = script_verdict(&ran.end, ran.started, &ran.aftermath, &limits);
+        ran.complete(outcome, job.collect_files, job.workdir, "script")
+            .await
     }
 }
 
