@@ -387,6 +387,8 @@ fn writes_one_bigcodebench_solution_right_and_another_wrong(agent: &str) {
     assert_eq!(generation.len(), 2, "{agent}");
     for record in &generation {
         assert!(record["error"].is_null(), "{agent}: {record}");
+        // Its requests are its work, not retries.
+        assert_eq!(record["attempts"], 1, "{agent}: {record}");
         assert!(
             record["usage"]["prompt_tokens"].as_u64().unwrap_or(0) > 0,
             "{agent}: {record}"

@@ -563,11 +563,11 @@ async fn solve(
     need: u32,
 ) -> Result<(Response, Option<ContextLimit>), RequestError> {
     let started = Instant::now();
-    let mut response = Response::same(String::new(), 0, started, 0);
+    // One attempt: its model requests are its work, not retries (each episode keeps its own).
+    let mut response = Response::same(String::new(), 0, started, 1);
     for sample in 0..need {
         let solved = solver.solve(task, split, sample).await;
         response.usage += &solved.usage;
-        response.attempts = response.attempts.max(solved.requests);
         let answer = solved.answer.map_err(|message| RequestError::Failed {
             message,
             attempts: solved.requests,
