@@ -469,17 +469,17 @@ fn pybench_record(reply: impl Fn(&Value) -> Reply + Send + Sync + 'static, rest:
     lines(&out.join("results.jsonl")).remove(0)
 }
 
+/// A model that never stops asking for commands.
+fn runaway(body: &Value) -> Reply {
+    let again: Vec<Step> = (0..100).map(|_| Step::Shell("echo again".into())).collect();
+    scripted(body, &again)
+}
+
 #[test]
 fn a_runaway_agent_is_ended_by_its_request_budget() {
     // Codex has no turn limit of its own: the gateway's is the bound. The model never stops
     // asking for commands.
-    let record = pybench_record(
-        |body| {
-            let again: Vec<Step> = (0..100).map(|_| Step::Shell("echo again".into())).collect();
-            scripted(body, &again)
-        },
-        &["--max-turns", "3"],
-    );
+    let record = pybench_record(runaway, &["--max-turns", "3"]);
     assert_eq!(record["end"], "max_turns", "{record}");
     assert_eq!(record["turns"], 3, "{record}");
     assert_eq!(record["status"], "fail", "{record}");
@@ -489,13 +489,7 @@ fn a_runaway_agent_is_ended_by_its_request_budget() {
 fn a_runaway_agent_is_ended_by_its_token_budget() {
     // Each scripted reply counts 120 tokens: past 200, the third request is refused and the
     // agent ended.
-    let record = pybench_record(
-        |body| {
-            let again: Vec<Step> = (0..100).map(|_| Step::Shell("echo again".into())).collect();
-            scripted(body, &again)
-        },
-        &["--agent-tokens", "200"],
-    );
+    let record = pybench_record(runaway, &["--agent-tokens", "200"]);
     assert_eq!(record["end"], "agent_ended", "{record}");
     assert!(
         record["end_reason"]
