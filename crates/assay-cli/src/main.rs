@@ -19,6 +19,7 @@ mod report_cmd;
 mod run_cmd;
 mod sandbox_cmd;
 mod secrets;
+mod serve_cmd;
 mod signals;
 mod view_cmd;
 
@@ -77,6 +78,10 @@ enum Command {
     /// Browse runs in a local web UI: runs, samples filtered by status, task, library and
     /// error text, each sample's tests and traceback, PyBench episodes turn by turn, diffs.
     View(view_cmd::ViewArgs),
+    /// The verifier service: BigCodeBench verdicts, unittest and script jobs and interpreter
+    /// sessions over HTTP, with NeMo Gym's /verify and SandboxFusion's /run_code as drop-ins
+    /// (docs/serve.md).
+    Serve(serve_cmd::ServeArgs),
     /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
@@ -116,6 +121,7 @@ fn main() -> std::process::ExitCode {
         Command::Report(args) => report_cmd::run(args),
         Command::Export(args) => export_cmd::run(args),
         Command::Sandbox(cmd) => block_on(sandbox_cmd::run(cmd)),
+        Command::Serve(args) => block_on(serve_cmd::run(args)),
         Command::View(args) => block_on(view_cmd::run(args)),
     };
     match result {

@@ -1,4 +1,5 @@
-//! The API keys, moved out of assay's environment before anything else runs.
+//! The API keys and `assay serve`'s secret, moved out of assay's environment before anything
+//! else runs.
 //!
 //! A key in the environment is readable by anything that can read this process's
 //! `/proc/<pid>/environ`, which shows the environment the process started with whatever it
@@ -14,7 +15,8 @@ use std::sync::OnceLock;
 
 use assay_models::Provider;
 
-/// Each provider's key variable (`Provider::key_env_var`) → the key it held.
+/// Each provider's key variable (`Provider::key_env_var`), and the service's secret's, → what
+/// it held.
 static KEYS: OnceLock<BTreeMap<&'static str, String>> = OnceLock::new();
 
 /// Moves every provider's key out of the environment. Call first thing in `main`: the process
@@ -22,8 +24,11 @@ static KEYS: OnceLock<BTreeMap<&'static str, String>> = OnceLock::new();
 /// key yet.
 pub fn take_from_environment() {
     let mut keys = BTreeMap::new();
-    for provider in Provider::ALL {
-        let name = provider.key_env_var();
+    let names = Provider::ALL
+        .iter()
+        .map(Provider::key_env_var)
+        .chain([SERVE_TOKEN_VAR]);
+    for name in names {
         if let Ok(value) = std::env::var(name) {
             keys.insert(name, value);
         }
@@ -32,6 +37,14 @@ pub fn take_from_environment() {
     }
     // Called once, from `main`; a second call would find nothing left to take.
     let _ = KEYS.set(keys);
+}
+
+/// The variable `assay serve` reads its secret from (when no `--token-file` is given).
+pub const SERVE_TOKEN_VAR: &str = "ASSAY_SERVE_TOKEN";
+
+/// The secret `assay serve`'s variable held when assay started, if any.
+pub fn serve_token() -> Option<String> {
+    KEYS.get()?.get(SERVE_TOKEN_VAR).cloned()
 }
 
 /// The key `provider`'s variable held when assay started, if any.

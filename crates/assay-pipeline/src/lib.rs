@@ -16,6 +16,7 @@ pub mod pybench;
 pub mod pybench_judge;
 pub mod run;
 pub mod selection;
+pub mod service;
 pub mod serving;
 
 pub use error::PipelineError;

@@ -365,6 +365,11 @@ impl Engine {
     pub fn max_running(&self) -> usize {
         self.inner.config.max_running.max(self.concurrency())
     }
+
+    /// Jobs running now: what a service's metrics report.
+    pub fn jobs_running(&self) -> usize {
+        self.inner.slots.running()
+    }
 }
 
 impl Inner {

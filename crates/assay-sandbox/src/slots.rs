@@ -34,6 +34,8 @@ pub(crate) struct Slots {
     debt: Mutex<usize>,
     /// Whether a lent slot can admit anyone: not when every place is a slot.
     lends: bool,
+    /// Places among the running jobs in all.
+    places: usize,
 }
 
 /// A running job's claim: always a place among the running jobs, and a slot unless lent.
@@ -50,6 +52,7 @@ impl Slots {
         Slots {
             free: Semaphore::new(cpus),
             running: Semaphore::new(max_running.max(cpus)),
+            places: max_running.max(cpus),
             debt: Mutex::new(0),
             lends: max_running > cpus,
         }
@@ -64,6 +67,11 @@ impl Slots {
             _running: running,
             holds: true,
         }
+    }
+
+    /// Jobs running now (holding a slot or having lent it).
+    pub fn running(&self) -> usize {
+        self.places - self.running.available_permits()
     }
 
     fn give_back(&self) {

@@ -19,6 +19,38 @@ fn a_script_runs_as_main_with_its_arguments() {
 }
 
 #[test]
+fn stdin_is_what_the_script_and_its_children_read() {
+    let engine = engine();
+    // Past a pipe's 64 KiB; read by the script, or by a program it starts (fd 0 itself is
+    // the input, as with `python main.py < file`).
+    let text = format!("{}\nsecond line\n", "x".repeat(100_000));
+    let mut job = ScriptJob::new(
+        "import sys\nlines = sys.stdin.readlines()\nprint(len(lines[0]), repr(lines[1]))\n",
+    );
+    job.stdin = Some(text.clone());
+    let out = run(engine.run_script(job));
+    assert_eq!(
+        out.status,
+        Status::Pass,
+        "{} {}",
+        out.reason,
+        out.stderr.text
+    );
+    assert_eq!(out.stdout.text, "100001 'second line\\n'\n");
+    let mut job = ScriptJob::new(
+        "import subprocess\nprint(len(subprocess.run(['cat'], capture_output=True).stdout))\n",
+    );
+    job.stdin = Some(text);
+    let out = run(engine.run_script(job));
+    assert_eq!(out.stdout.text, "100013\n", "{}", out.stderr.text);
+    // Without one, stdin is empty.
+    let out = run(engine.run_script(ScriptJob::new(
+        "import sys\nprint(repr(sys.stdin.read()))\n",
+    )));
+    assert_eq!(out.stdout.text, "''\n");
+}
+
+#[test]
 fn exit_codes_and_exceptions_are_errors() {
     let engine = engine();
     let out = run(engine.run_script(ScriptJob::new("import sys\nsys.exit(3)\n")));

@@ -199,6 +199,23 @@ impl References {
         }
     }
 
+    /// The job that runs `task`'s reference solution.
+    pub(crate) fn reference_job(&self, task: &Task) -> Job {
+        let program = task.reference_solution();
+        Job {
+            index: task.number() as usize,
+            task_id: task.task_id.clone(),
+            digest: digest(&program),
+            program,
+            test: task.test.clone(),
+            limits: reference_limits(),
+            test_budgets: Default::default(),
+            guards: self.guards,
+            gamed_as_official: false,
+            note: None,
+        }
+    }
+
     /// Starts the reference run of every task in `tasks` not known yet. Each result arrives
     /// on `done` (to be recorded) and on the task's watch (for the samples waiting on it).
     pub(crate) fn spawn_missing(
@@ -215,20 +232,7 @@ impl References {
             }
             let (tx, rx) = watch::channel(None);
             pending.insert(task.task_id.clone(), rx);
-            let program = task.reference_solution();
-            let digest = digest(&program);
-            let job = Job {
-                index: task.number() as usize,
-                task_id: task.task_id.clone(),
-                program,
-                digest,
-                test: task.test.clone(),
-                limits: reference_limits(),
-                test_budgets: Default::default(),
-                guards: self.guards,
-                gamed_as_official: false,
-                note: None,
-            };
+            let job = self.reference_job(task);
             let (engine, environment, done) = (engine.clone(), environment.clone(), done.clone());
             tokio::spawn(async move {
                 let result = judge(&engine, &environment, job).await;

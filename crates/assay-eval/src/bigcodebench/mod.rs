@@ -12,5 +12,6 @@ pub mod sample_times;
 pub mod samples;
 pub mod summary;
 pub mod verdict;
+pub mod verifier;
 
 pub use judge::digest;

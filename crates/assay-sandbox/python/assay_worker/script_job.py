@@ -8,7 +8,9 @@ script leaves in the workspace are collected by the supervisor, not reported fro
 
 import atexit
 import builtins
+import os
 import sys
+import tempfile
 import threading
 import traceback
 
@@ -25,7 +27,19 @@ def _exit_code(exc):
     return 1
 
 
+def _feed_stdin(text):
+    """Makes ``text`` the process's standard input (fd 0, so programs the script starts read it
+    too). A file in the job's own /tmp, unlinked, rather than a pipe: a pipe holds only 64 KiB
+    before its writer blocks."""
+    with tempfile.TemporaryFile() as held:
+        held.write(text.encode("utf-8", "surrogateescape"))
+        held.seek(0)
+        os.dup2(held.fileno(), 0)
+
+
 def run(spec, emit):
+    if spec.get("stdin") is not None:
+        _feed_stdin(spec["stdin"])
     filename = "main.py"
     sys.argv = [filename, *spec["argv"]]
     namespace = {"__name__": "__main__", "__file__": filename, "__builtins__": builtins}

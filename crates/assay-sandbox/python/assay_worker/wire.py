@@ -29,7 +29,7 @@ RECEIVED = {
     "spawn": ({"id", "workspace"}, {"workspace_path"}),
     "release": ({"workspace"}, set()),
     "unittest": (_JOB | {"code", "test", "test_class", "guards", "files", "dirs"}, set()),
-    "script": (_JOB | {"code", "argv", "files"}, set()),
+    "script": (_JOB | {"code", "argv", "files", "stdin"}, set()),
     "session": (_JOB | {"files", "dirs"}, set()),
     "command": (_JOB | {"argv", "files", "dirs", "home_files", "relay"}, set()),
     "exec": ({"id", "code", "cpu_seconds"}, set()),

@@ -98,6 +98,8 @@ pub struct ScriptJob {
     pub env: BTreeMap<String, String>,
     /// Read back the files left in the working directory. Default `true`.
     pub collect_files: bool,
+    /// What the script reads on its standard input. `None` (the default): `/dev/null`.
+    pub stdin: Option<String>,
 }
 
 impl ScriptJob {
@@ -111,6 +113,7 @@ impl ScriptJob {
             limits: None,
             env: BTreeMap::new(),
             collect_files: true,
+            stdin: None,
         }
     }
 }

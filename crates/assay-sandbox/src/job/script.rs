@@ -36,6 +36,7 @@ impl Engine {
                 code: job.code.clone(),
                 argv: job.argv.clone(),
                 files: files.clone(),
+                stdin: job.stdin.clone(),
             })
         };
         let ran = inner

@@ -37,6 +37,8 @@ pub(crate) enum Control {
         code: String,
         argv: Vec<String>,
         files: Vec<FileData>,
+        /// What the script reads on its standard input (`None`: `/dev/null`).
+        stdin: Option<String>,
     },
     /// Become a persistent interpreter and wait for cells (the first frame, once).
     Session {
