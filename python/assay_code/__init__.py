@@ -1,14 +1,28 @@
 """assay: faithful, fast and safe evaluation of code LLMs and agents (BigCodeBench, PyBench).
 
 The wheel carries assay's Rust binary as a script (`assay` on PATH once installed); this package
-only finds it, so that `python -m assay_code` runs it too and other Python code can locate it.
+finds it, so that `python -m assay_code` runs it too and other Python code can locate it, and
+holds `Client`, a standard-library client for the binary's HTTP service `assay serve`
+(assay_code.client says how to use it).
 """
 
 import os
 import sysconfig
 from pathlib import Path
 
-__all__ = ["find_assay_bin"]
+__all__ = [
+    "AssayError",
+    "CellResult",
+    "Client",
+    "Figure",
+    "RunResult",
+    "Session",
+    "StartError",
+    "TestResult",
+    "UnittestResult",
+    "VerifyResult",
+    "find_assay_bin",
+]
 
 _NAME = "assay"
 
@@ -44,3 +58,18 @@ def find_assay_bin() -> str:
     raise FileNotFoundError(
         "the assay binary is not installed beside this package; looked at: " + ", ".join(looked)
     )
+
+
+# Last: the client finds the binary through find_assay_bin, defined above.
+from assay_code.client import (  # noqa: E402
+    AssayError,
+    CellResult,
+    Client,
+    Figure,
+    RunResult,
+    Session,
+    StartError,
+    TestResult,
+    UnittestResult,
+    VerifyResult,
+)

@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// The largest request body, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 64)]
     pub max_body: usize,
+    /// The environment sessions run in, when not the one --profile names: sessions need
+    /// IPython, which `pybench` and `test` have and `bigcodebench` does not.
+    #[arg(long, value_name = "PROFILE")]
+    pub sessions_profile: Option<String>,
     /// Interpreter sessions open at once at most.
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_sessions: usize,
@@ -131,6 +135,10 @@ pub async fn run(args: ServeArgs) -> Result<i32> {
     };
     let settings = Settings {
         profile: args.engine.select.profile.clone(),
+        sessions_profile: args
+            .sessions_profile
+            .clone()
+            .unwrap_or_else(|| args.engine.select.profile.clone()),
         version: crate::VERSION.to_string(),
         default_dataset: args.version.clone(),
         calibrated: !args.no_calibrate,
@@ -152,8 +160,21 @@ pub async fn run(args: ServeArgs) -> Result<i32> {
         format!("listening on {addr} (another port: --port N, any free one: --port 0)")
     })?;
     let env = args.engine.environment().await?;
+    let sessions_env = match args
+        .sessions_profile
+        .as_ref()
+        .filter(|p| **p != args.engine.select.profile)
+    {
+        Some(profile) => {
+            let mut other = args.engine.clone();
+            other.select.profile = profile.clone();
+            Some(other.environment().await?)
+        }
+        None => None,
+    };
     let harness: Vec<&Path> = args.token_file.iter().map(PathBuf::as_path).collect();
-    let service = assay_pipeline::service::start(env, &judge, settings, &harness).await?;
+    let service =
+        assay_pipeline::service::start(env, sessions_env, &judge, settings, &harness).await?;
     let bound = listener.local_addr()?;
     let shown = if bound.ip().is_unspecified() {
         SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), bound.port())

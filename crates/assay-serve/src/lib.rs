@@ -26,4 +26,4 @@ mod sessions;
 
 pub use auth::Secret;
 pub use compat::gym_extract::Extraction;
-pub use service::{serve, Service, Settings};
+pub use service::{serve, Service, SessionsEngine, Settings, QUEUE_PER_PLACE};

@@ -30,8 +30,10 @@ pub const QUEUE_PER_PLACE: usize = 4;
 /// How the service runs: its maxima and its defaults.
 #[derive(Clone)]
 pub struct Settings {
-    /// The environment's profile (`bigcodebench`, `pybench`...): what sessions run in.
+    /// The environment's profile (`bigcodebench`, `pybench`...): what jobs run in.
     pub profile: String,
+    /// The environment sessions run in (the same as `profile`, or another with IPython).
+    pub sessions_profile: String,
     /// assay's version, for `/health`.
     pub version: String,
     /// The BigCodeBench version answers are judged against unless they name one.
@@ -57,6 +59,14 @@ pub struct Settings {
     pub gym_extraction: Extraction,
 }
 
+/// What runs the sessions.
+pub struct SessionsEngine {
+    /// The engine (a clone of the service's own, or one in another environment).
+    pub engine: Engine,
+    /// Why sessions cannot run in it, if they cannot (its environment lacks IPython).
+    pub unavailable: Option<String>,
+}
+
 /// The service: cheap to clone, every clone the same.
 #[derive(Clone)]
 pub struct Service {
@@ -65,8 +75,12 @@ pub struct Service {
 
 pub(crate) struct Inner {
     pub engine: Engine,
-    /// BigCodeBench judging, in a `bigcodebench` environment (none in another).
-    pub verifier: Option<Verifier>,
+    /// Runs the sessions: the same engine, or one in another environment.
+    pub sessions_engine: Engine,
+    /// Why sessions cannot run, when they cannot (the environment lacks IPython).
+    pub sessions_unavailable: Option<String>,
+    /// BigCodeBench judging.
+    pub verifier: Verifier,
     pub sanitizers: Sanitizers,
     pub admission: Admission,
     pub sessions: Sessions,
@@ -75,11 +89,12 @@ pub(crate) struct Inner {
 }
 
 impl Service {
-    /// A service over `engine`; `verifier` judges BigCodeBench answers (none: those routes
-    /// say this service has no BigCodeBench); `python` runs the sanitizer's syntax checks.
+    /// A service over `engine`, its sessions run by `sessions`; `verifier` judges
+    /// BigCodeBench answers; `python` runs the sanitizer's syntax checks.
     pub fn new(
         engine: Engine,
-        verifier: Option<Verifier>,
+        sessions: SessionsEngine,
+        verifier: Verifier,
         python: PathBuf,
         settings: Settings,
     ) -> Service {
@@ -94,6 +109,8 @@ impl Service {
                 metrics: Metrics::new(),
                 verifier,
                 engine,
+                sessions_engine: sessions.engine,
+                sessions_unavailable: sessions.unavailable,
                 settings,
             }),
         }

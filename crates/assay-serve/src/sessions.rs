@@ -205,14 +205,15 @@ pub async fn create(
     let Json(request) = body?;
     let inner = &service.inner;
     let sessions = &inner.sessions;
-    if let Some(profile) = &request.profile {
-        if *profile != inner.settings.profile {
-            return Err(ApiError::bad(format!(
-                "profile: this service runs `{}`, not `{profile}` (start another with \
-                 --profile {profile})",
-                inner.settings.profile
-            )));
-        }
+    let served = &inner.settings.sessions_profile;
+    if let Some(profile) = request.profile.as_ref().filter(|p| *p != served) {
+        return Err(ApiError::bad(format!(
+            "profile: this service's sessions run in `{served}`, not `{profile}` (start it \
+             with --sessions-profile {profile})"
+        )));
+    }
+    if let Some(why) = &inner.sessions_unavailable {
+        return Err(ApiError::bad(why.clone()));
     }
     let id = match request.session_id.or_else(|| header_id(&headers)) {
         Some(id) => {
@@ -247,7 +248,7 @@ pub async fn create(
         limits: Some(job_limits(&inner.settings, None, CELL_TIMEOUT, None)?),
         ..SessionSpec::default()
     };
-    let opened = inner.engine.open_session(spec).await;
+    let opened = inner.sessions_engine.open_session(spec).await;
     *sessions
         .opening
         .lock()

@@ -56,6 +56,8 @@ pub struct Verification {
 pub struct Verifier {
     engine: Engine,
     options: Options,
+    /// The longest any answer may run, whatever its budget.
+    max_wall: Duration,
     cache: PathBuf,
     environment_key: String,
     /// Each dataset version once asked for: loaded, probed, its reference cache open.
@@ -76,11 +78,19 @@ struct Loaded {
 impl Verifier {
     /// A verifier over `engine`, judging with `options` (its `calibrated` is the default of
     /// [`Verifier::verify`]'s callers, not used here), its reference results kept under
-    /// `cache` for the environment named `environment_key`.
-    pub fn new(engine: Engine, options: Options, cache: PathBuf, environment_key: String) -> Self {
+    /// `cache` for the environment named `environment_key`; no answer runs longer than
+    /// `max_wall` (a service's maximum), whatever its budget.
+    pub fn new(
+        engine: Engine,
+        options: Options,
+        cache: PathBuf,
+        environment_key: String,
+        max_wall: Duration,
+    ) -> Self {
         Verifier {
             engine,
             options,
+            max_wall,
             cache,
             environment_key,
             datasets: tokio::sync::Mutex::new(BTreeMap::new()),
@@ -158,6 +168,7 @@ impl Verifier {
         let mut job = Job::new(0, task, (executed, digest), &self.options);
         job.note = note;
         job.limit(&self.options.time, reference.as_ref());
+        job.limits.wall = job.limits.wall.min(self.max_wall);
         let time_limit = job.limits.wall;
         let record = judge(&self.engine, &loaded.environment, job).await;
         Ok(Verification {

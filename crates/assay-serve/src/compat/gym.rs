@@ -150,7 +150,7 @@ async fn known_task(
     task_id: Option<&str>,
     test: &str,
 ) -> Option<(String, assay_tasks::bigcodebench::Task)> {
-    let verifier = inner.verifier.as_ref()?;
+    let verifier = &inner.verifier;
     let task_id = task_id?;
     let default = inner.settings.default_dataset.as_str();
     let versions =
@@ -175,8 +175,9 @@ async fn judge(
     code: &str,
 ) -> Result<Judged, ApiError> {
     let ticket = inner.admission.try_admit()?;
-    if let (Some((version, task)), Some(verifier)) = (known, inner.verifier.as_ref()) {
-        let verification = verifier
+    if let Some((version, task)) = known {
+        let verification = inner
+            .verifier
             .verify(&version, &task, code, true, None)
             .await
             .map_err(|e| ApiError::internal(e.to_string()))?;

@@ -4,7 +4,7 @@
 
 use std::convert::Infallible;
 
-use assay_eval::bigcodebench::verifier::{Verification, Verifier};
+use assay_eval::bigcodebench::verifier::Verification;
 use assay_models::{default_think_tags, part};
 use assay_records::{OfficialStatus, Status};
 use assay_tasks::bigcodebench::Task;
@@ -64,16 +64,6 @@ pub struct BatchRequest {
     pub requests: Vec<Value>,
 }
 
-pub(crate) fn verifier(inner: &Inner) -> Result<&Verifier, ApiError> {
-    inner.verifier.as_ref().ok_or_else(|| {
-        ApiError::not_found(format!(
-            "this service runs the `{}` environment, which has no BigCodeBench; start it \
-             with --profile bigcodebench",
-            inner.settings.profile
-        ))
-    })
-}
-
 /// The program an answer submits, and why it is empty when the model gave nothing to run.
 pub(crate) async fn solution_of(
     inner: &Inner,
@@ -113,7 +103,7 @@ pub(crate) async fn sanitized(
 
 /// Judges `request`, holding `ticket` (its place in the queue) while it runs.
 async fn judge(inner: &Inner, request: VerifyRequest, ticket: Ticket) -> Result<Value, ApiError> {
-    let verifier = verifier(inner)?;
+    let verifier = &inner.verifier;
     let version = request
         .version
         .clone()
@@ -134,15 +124,22 @@ async fn judge(inner: &Inner, request: VerifyRequest, ticket: Ticket) -> Result<
         verification.record.status,
         verification.record.wall_seconds,
     );
-    Ok(result_json(request, &version, &solution, verification))
+    Ok(result_json(
+        request,
+        &version,
+        &solution,
+        calibrated,
+        verification,
+    ))
 }
 
 /// A verdict as the API gives it: the record `results.jsonl` keeps (docs/run-directory.md),
 /// without its index, with what the request said and the budgets it ran under.
-pub(crate) fn result_json(
+fn result_json(
     request: VerifyRequest,
     version: &str,
     solution: &str,
+    calibrated: bool,
     verification: Verification,
 ) -> Value {
     let Verification {
@@ -158,12 +155,15 @@ pub(crate) fn result_json(
         "id": request.id,
         "version": version,
         "split": request.split,
-        "calibrated": request.calibrated,
+        "calibrated": calibrated,
         "official_status": official_status,
         "reward": reward(record.status, official_status),
         "solution": solution,
         "time_limit_seconds": time_limit.as_secs_f64(),
         "reference": reference.map(|r| json!({"status": r.status, "seconds": r.seconds})),
+        // A record leaves out what is empty; an API answer always has its fields.
+        "integrity": [],
+        "infra": null,
     });
     result
         .as_object_mut()

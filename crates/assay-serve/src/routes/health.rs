@@ -25,11 +25,16 @@ pub async fn health(State(service): State<Service>) -> Json<Value> {
             "running": running,
             "capacity": inner.admission.capacity(),
         },
-        "sessions": { "live": inner.sessions.live(), "max": inner.settings.max_sessions },
-        "bigcodebench": inner.verifier.as_ref().map(|_| json!({
+        "sessions": {
+            "live": inner.sessions.live(),
+            "max": inner.settings.max_sessions,
+            "profile": inner.settings.sessions_profile,
+            "unavailable": inner.sessions_unavailable,
+        },
+        "bigcodebench": {
             "default_version": inner.settings.default_dataset,
             "versions": assay_tasks::bigcodebench::VERSIONS,
-        })),
+        },
     }))
 }
 
