@@ -4,10 +4,22 @@
 //! anything runs; and a merge Job over the same shards. The pods' shell commands are run, with
 //! a stand-in `assay` that records its arguments, as a pod would run them; and the `kubectl`
 //! steps of docs/scale.md are run with a stand-in `kubectl`.
+//!
+//! `serve.yaml` (`assay serve` on N replicas) is held to what a service needs: flags that
+//! parse with the real `assay serve`, a non-loopback address and the secret from a Secret's
+//! file (never a variable or a literal), probes that pass against a real server with the
+//! secret and fail without it, ports, labels and services that agree, and an Ingress that
+//! hashes sessions by `X-Session-ID` apart from the stateless routes.
 
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -447,4 +459,671 @@ fn the_merge_waits_for_the_shards_job_to_end_complete_or_failed() {
     // No such Job: it stops waiting at once.
     let (calls, _) = run_kubectl(&step, &[("get", 1)]);
     assert_eq!(verbs(&calls), ["get", "get", "delete", "apply", "logs"]);
+}
+
+// `assay serve` on N replicas: deploy/kubernetes/serve.yaml.
+
+/// The header that names a session: the clients send it, `assay serve` reads it, and the
+/// sessions' Ingress hashes it.
+const SESSION_HEADER: &str = "X-Session-ID";
+/// `assay serve`'s defaults, which the recipe keeps unless its arguments say otherwise: a
+/// job's memory (MiB), a job's time (s), a request body (MiB).
+const SERVE_DEFAULTS: [(&str, u64); 3] = [
+    ("--max-memory", 8192),
+    ("--max-timeout", 240),
+    ("--max-body", 64),
+];
+/// How long a real `assay serve` may take to print its listening line (its environment is
+/// the tests' `test` one, set up already: seconds).
+const SERVE_START_WAIT: Duration = Duration::from_secs(300);
+/// How long a stopped `assay serve` may take to exit before it is killed.
+const SERVE_STOP_WAIT: Duration = Duration::from_secs(30);
+/// How long one probe may take, run as the kubelet would.
+const PROBE_WAIT: Duration = Duration::from_secs(60);
+
+/// The serve Deployment's pod spec.
+fn serve_pod(docs: &[Value]) -> &Value {
+    &find(docs, "Deployment", "assay-serve")["spec"]["template"]["spec"]
+}
+
+/// The container that runs `assay serve`.
+fn serve_container(pod: &Value) -> &Value {
+    pod["containers"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "assay"))
+        .expect("a container named assay")
+}
+
+/// A CPU quantity in whole CPUs, rounded up as the downward API gives it with divisor 1.
+fn whole_cpus(quantity: &Value) -> u64 {
+    let text = match quantity {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match text.strip_suffix('m') {
+        Some(milli) => milli.parse::<u64>().expect("a CPU quantity").div_ceil(1000),
+        None => text.parse().expect("a CPU quantity"),
+    }
+}
+
+/// A memory quantity (`18Gi`, `512Mi`) in MiB.
+fn mebibytes(quantity: &Value) -> u64 {
+    let text = quantity.as_str().expect("a memory quantity");
+    if let Some(gi) = text.strip_suffix("Gi") {
+        gi.parse::<u64>().expect("a memory quantity") * 1024
+    } else if let Some(mi) = text.strip_suffix("Mi") {
+        mi.parse().expect("a memory quantity")
+    } else {
+        panic!("a memory quantity in Gi or Mi: {text}")
+    }
+}
+
+/// `container`'s command and args, each `$(NAME)` replaced as the kubelet expands it from
+/// the container's environment: a literal value, or the CPU limit through the downward API.
+fn expanded_words(container: &Value) -> Vec<String> {
+    let vars: Vec<(String, String)> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|var| {
+            let name = var["name"].as_str().unwrap().to_string();
+            if let Some(value) = var["value"].as_str() {
+                return (name, value.to_string());
+            }
+            let field = &var["valueFrom"]["resourceFieldRef"];
+            assert_eq!(field["resource"], "limits.cpu", "{name}: {var}");
+            assert_eq!(field["divisor"], "1", "{name}: whole CPUs");
+            assert_eq!(field["containerName"], container["name"], "{name}");
+            let cpus = whole_cpus(&container["resources"]["limits"]["cpu"]);
+            (name, cpus.to_string())
+        })
+        .collect();
+    container["command"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(container["args"].as_array().into_iter().flatten())
+        .map(|word| {
+            let mut word = word.as_str().expect("words are strings").to_string();
+            for (name, value) in &vars {
+                word = word.replace(&format!("$({name})"), value);
+            }
+            assert!(
+                !word.contains("$("),
+                "{word}: a variable the container lacks"
+            );
+            word
+        })
+        .collect()
+}
+
+/// The value after `name` in `args`, if it is there.
+fn flag_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).map(|i| {
+        args.get(i + 1)
+            .unwrap_or_else(|| panic!("{name} has no value"))
+            .as_str()
+    })
+}
+
+/// A setting of `assay serve`: its argument in `args`, else its default ([`SERVE_DEFAULTS`]).
+fn serve_setting(args: &[String], name: &str) -> u64 {
+    flag_value(args, name).map_or_else(
+        || SERVE_DEFAULTS.iter().find(|(n, _)| *n == name).unwrap().1,
+        |v| v.parse().unwrap_or_else(|e| panic!("{name} {v}: {e}")),
+    )
+}
+
+/// The script of an exec probe run as `python3 -c SCRIPT`.
+fn probe_script<'a>(container: &'a Value, probe: &str) -> &'a str {
+    let words: Vec<&str> = container[probe]["exec"]["command"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{probe} is not an exec probe: {}", container[probe]))
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(words[..2], ["python3", "-c"], "{probe}");
+    words[2]
+}
+
+/// The probes the serve container has.
+const SERVE_PROBES: [&str; 3] = ["startupProbe", "readinessProbe", "livenessProbe"];
+
+#[test]
+fn the_serve_deployment_runs_assay_serve_for_other_pods_with_its_secret_from_a_file() {
+    let docs = documents("serve.yaml");
+    let pod = serve_pod(&docs);
+    let container = serve_container(pod);
+    let words = expanded_words(container);
+    assert_eq!(words[..2], ["assay", "serve"], "{words:?}");
+    let args = &words[2..];
+
+    // Other pods (the Ingress) reach it: an address other than loopback, which assay serves
+    // only with a secret; never --open.
+    let host: IpAddr = flag_value(args, "--host")
+        .expect("--host")
+        .parse()
+        .expect("--host is an address");
+    assert!(
+        !host.is_loopback(),
+        "--host {host}: only this pod could reach it"
+    );
+    assert!(!args.iter().any(|a| a == "--open"), "{args:?}");
+
+    // The secret: a file, mounted read-only from a Secret.
+    assert_eq!(
+        args.iter().filter(|a| *a == "--token-file").count(),
+        1,
+        "{args:?}"
+    );
+    let token_file = Path::new(flag_value(args, "--token-file").unwrap());
+    let mount = container["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| Some(Path::new(m["mountPath"].as_str().unwrap())) == token_file.parent())
+        .unwrap_or_else(|| panic!("nothing is mounted where {} is", token_file.display()));
+    assert_eq!(mount["readOnly"], true);
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .expect("the token's volume");
+    let secret = &volume["secret"];
+    assert!(
+        secret["secretName"].is_string(),
+        "the token's volume is not a Secret: {volume}"
+    );
+    let file_name = token_file.file_name().unwrap().to_str().unwrap();
+    assert!(
+        secret["items"]
+            .as_array()
+            .is_some_and(|items| items.iter().any(|i| i["path"] == file_name)),
+        "the Secret's items do not put a file at {}: {secret}",
+        token_file.display()
+    );
+    // Never a variable (every child of the pod would see it) nor a flag of its own (every
+    // user of the node would): no container takes anything from a Secret but that file.
+    let all_containers = pod["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(pod["initContainers"].as_array().into_iter().flatten());
+    for c in all_containers {
+        assert!(c.get("envFrom").is_none(), "{}: envFrom", c["name"]);
+        for var in c["env"].as_array().into_iter().flatten() {
+            assert_ne!(var["name"], "ASSAY_SERVE_TOKEN", "{}", c["name"]);
+            assert!(
+                var["valueFrom"].get("secretKeyRef").is_none(),
+                "{}: {var}",
+                c["name"]
+            );
+        }
+        let words = expanded_words(c);
+        assert!(
+            !words
+                .iter()
+                .any(|w| w.starts_with("--token") && w != "--token-file"),
+            "{words:?}"
+        );
+    }
+    // The probes read the secret from the same file: no header written here, no path prefix.
+    for probe in SERVE_PROBES {
+        assert!(container[probe]["httpGet"].is_null(), "{probe}: httpGet");
+        let script = probe_script(container, probe);
+        assert!(
+            script.contains(&format!("'{}'", token_file.display())),
+            "{probe} does not read {}: {script}",
+            token_file.display()
+        );
+    }
+
+    // One port: assay's, the container's, the probes'.
+    let port: u64 = flag_value(args, "--port").unwrap().parse().unwrap();
+    let http = container["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "http")
+        .expect("a port named http");
+    assert_eq!(http["containerPort"].as_u64(), Some(port));
+    for probe in SERVE_PROBES {
+        let script = probe_script(container, probe);
+        assert!(
+            script.contains(&format!("'http://127.0.0.1:{port}/")),
+            "{probe} asks another port than --port {port}: {script}"
+        );
+    }
+
+    // --jobs is the CPU limit (one job computes on one CPU); CPU is requested as limited, so
+    // that a job's time budget does not depend on its neighbours; the memory limit holds
+    // every job at its cap, with room for the server and its workers.
+    let resources = &container["resources"];
+    let cpus = whole_cpus(&resources["limits"]["cpu"]);
+    assert_eq!(flag_value(args, "--jobs"), Some(cpus.to_string().as_str()));
+    assert_eq!(resources["requests"]["cpu"], resources["limits"]["cpu"]);
+    let memory = mebibytes(&resources["limits"]["memory"]);
+    let per_job = serve_setting(args, "--max-memory");
+    assert!(
+        memory >= cpus * per_job + 1024,
+        "{memory} MiB cannot hold {cpus} jobs of {per_job} MiB and the server"
+    );
+
+    // Full isolation or no service; the sandbox's needs as the Indexed Job has them.
+    assert_eq!(flag_value(args, "--isolation"), Some("strict"));
+    let shards = documents("indexed-job.yaml");
+    let job_pod = &find(&shards, "Job", "assay-shards")["spec"]["template"]["spec"];
+    assert_eq!(pod["hostUsers"], job_pod["hostUsers"]);
+    for key in [
+        "runAsUser",
+        "runAsGroup",
+        "runAsNonRoot",
+        "seccompProfile",
+        "appArmorProfile",
+    ] {
+        assert_eq!(
+            pod["securityContext"][key], job_pod["securityContext"][key],
+            "{key}"
+        );
+    }
+    assert_eq!(
+        container["securityContext"],
+        job_pod["containers"][0]["securityContext"]
+    );
+    assert_eq!(pod["automountServiceAccountToken"], false);
+
+    // Every environment the service runs (its profile, its sessions'), set up first on the
+    // cache it reads, a claim every replica mounts.
+    let mut profiles = vec![flag_value(args, "--profile").expect("--profile")];
+    profiles.extend(flag_value(args, "--sessions-profile"));
+    profiles.sort();
+    let cache = env(container, "ASSAY_CACHE_DIR");
+    let cache_volume = |c: &Value| -> String {
+        c["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"] == cache)
+            .unwrap_or_else(|| panic!("{} does not mount {cache}", c["name"]))["name"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let mut set_up: Vec<&str> = Vec::new();
+    for init in pod["initContainers"].as_array().expect("init containers") {
+        let words = expanded_words(init);
+        assert_eq!(
+            words[..4],
+            ["assay", "env", "setup", "--profile"],
+            "{words:?}"
+        );
+        assert_eq!(words.len(), 5, "{words:?}");
+        set_up.push(init["command"][4].as_str().unwrap());
+        assert_eq!(env(init, "ASSAY_CACHE_DIR"), cache);
+        assert_eq!(cache_volume(init), cache_volume(container));
+    }
+    set_up.sort();
+    assert_eq!(
+        set_up, profiles,
+        "the environments set up are not those served"
+    );
+    let claim = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == cache_volume(container).as_str())
+        .expect("the cache's volume")["persistentVolumeClaim"]["claimName"]
+        .as_str()
+        .expect("the cache is a claim")
+        .to_string();
+    let pvc = find(&docs, "PersistentVolumeClaim", &claim);
+    assert_eq!(pvc["spec"]["accessModes"][0], "ReadWriteMany");
+
+    // A first start may set an environment up: minutes before the first answer.
+    let startup = &container["startupProbe"];
+    let budget =
+        startup["periodSeconds"].as_u64().unwrap() * startup["failureThreshold"].as_u64().unwrap();
+    assert!(budget >= 600, "the startup probe gives {budget} s");
+    // A replaced pod lets its running jobs finish before SIGTERM, within its grace period.
+    let pause: u64 = container["lifecycle"]["preStop"]["exec"]["command"]
+        .as_array()
+        .and_then(|c| {
+            (c[0] == "sleep")
+                .then(|| c[1].as_str()?.parse().ok())
+                .flatten()
+        })
+        .expect("preStop: sleep N");
+    assert!(pause >= serve_setting(args, "--max-timeout"), "{pause}");
+    assert!(pod["terminationGracePeriodSeconds"].as_u64().unwrap() > pause);
+
+    // The flags and their values are the real `assay serve`'s: clap parses every argument
+    // before it gives the help, and refuses an unknown flag or a bad value.
+    #[allow(clippy::disallowed_methods)]
+    let parsed = Command::new(env!("CARGO_BIN_EXE_assay"))
+        .args(&words[1..])
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(
+        parsed.status.success(),
+        "assay {} refuses the manifest's arguments: {}",
+        words[1..].join(" "),
+        String::from_utf8_lossy(&parsed.stderr)
+    );
+}
+
+/// An annotation of ingress-nginx's on `ingress`, if it has it.
+fn nginx_annotation<'a>(ingress: &'a Value, name: &str) -> Option<&'a str> {
+    ingress["metadata"]["annotations"][format!("nginx.ingress.kubernetes.io/{name}")].as_str()
+}
+
+#[test]
+fn the_serve_ingress_hashes_sessions_by_their_header_and_spreads_the_rest() {
+    let docs = documents("serve.yaml");
+    let deployment = find(&docs, "Deployment", "assay-serve");
+    let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    for (key, value) in deployment["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("the Deployment's selector")
+    {
+        assert_eq!(&labels[key], value, "the Deployment selects other pods");
+    }
+    let container = serve_container(serve_pod(&docs));
+    let args = &expanded_words(container)[2..];
+    let port = container["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "http")
+        .expect("a port named http");
+
+    // Every Service selects the serve pods and sends to assay's port.
+    let services: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Service").collect();
+    assert!(!services.is_empty());
+    for service in &services {
+        let name = &service["metadata"]["name"];
+        for (key, value) in service["spec"]["selector"].as_object().expect("a selector") {
+            assert_eq!(&labels[key], value, "Service {name} selects other pods");
+        }
+        for p in service["spec"]["ports"].as_array().unwrap() {
+            let target = &p["targetPort"];
+            assert!(
+                *target == port["name"] || *target == port["containerPort"],
+                "Service {name} sends to {target}, not assay's port {port}"
+            );
+        }
+    }
+    // The Service port an Ingress backend names, which must exist.
+    let backend = |ingress: &Value, path: &Value| -> String {
+        let service = &path["backend"]["service"];
+        let name = service["name"].as_str().expect("a Service backend");
+        let target = find(&docs, "Service", name);
+        let wanted = &service["port"];
+        assert!(
+            target["spec"]["ports"].as_array().unwrap().iter().any(|p| {
+                (wanted["name"].is_string() && p["name"] == wanted["name"])
+                    || (wanted["number"].is_u64() && p["port"] == wanted["number"])
+            }),
+            "Ingress {} sends to a port Service {name} lacks: {wanted}",
+            ingress["metadata"]["name"]
+        );
+        name.to_string()
+    };
+    let paths = |ingress: &Value| -> Vec<Value> {
+        ingress["spec"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r["http"]["paths"].as_array().unwrap().clone())
+            .collect()
+    };
+
+    let ingresses: Vec<&Value> = docs.iter().filter(|d| d["kind"] == "Ingress").collect();
+    let (hashed, spread): (Vec<&Value>, Vec<&Value>) = ingresses
+        .iter()
+        .partition(|i| nginx_annotation(i, "upstream-hash-by").is_some());
+    assert_eq!(hashed.len(), 1, "one Ingress hashes the sessions");
+    assert!(!spread.is_empty(), "an Ingress for the stateless routes");
+    let sessions = hashed[0];
+    // nginx's variable for the header the clients send: $http_ and its name, lower case,
+    // dashes as underscores.
+    let variable = format!(
+        "$http_{}",
+        SESSION_HEADER.to_ascii_lowercase().replace('-', "_")
+    );
+    assert_eq!(
+        nginx_annotation(sessions, "upstream-hash-by"),
+        Some(variable.as_str())
+    );
+    assert_eq!(variable, "$http_x_session_id");
+    // The hashed Ingress carries the session routes and nothing else: a request without the
+    // header hashes an empty key, and ingress-nginx sends every such one to one replica.
+    let session_paths = paths(sessions);
+    assert!(session_paths.iter().any(|p| p["path"] == "/v1/sessions"));
+    let mut session_services = Vec::new();
+    for path in &session_paths {
+        assert_eq!(path["pathType"], "Prefix");
+        assert!(
+            path["path"].as_str().unwrap().starts_with("/v1/sessions"),
+            "{path}"
+        );
+        session_services.push(backend(sessions, path));
+    }
+    // ingress-nginx balances per Service: the stateless routes go to another one, or the
+    // first Ingress's balancing would be both's.
+    for ingress in &spread {
+        for path in paths(ingress) {
+            let service = backend(ingress, &path);
+            assert!(!session_services.contains(&service), "{service}");
+        }
+    }
+    assert!(
+        spread
+            .iter()
+            .flat_map(|i| paths(i))
+            .any(|p| p["path"] == "/" && p["pathType"] == "Prefix"),
+        "the stateless routes: /"
+    );
+
+    // Both as the service needs them: nginx's defaults (1 MiB bodies, 60 s reads) would
+    // refuse files assay takes and cut jobs it runs; a batch's verdicts stream as they come.
+    let max_body = serve_setting(args, "--max-body");
+    let max_timeout = serve_setting(args, "--max-timeout");
+    let hosts: Vec<&Value> = ingresses
+        .iter()
+        .flat_map(|i| i["spec"]["rules"].as_array().unwrap())
+        .map(|r| &r["host"])
+        .collect();
+    assert!(hosts.windows(2).all(|w| w[0] == w[1]), "{hosts:?}");
+    for ingress in &ingresses {
+        let name = &ingress["metadata"]["name"];
+        assert_eq!(ingress["spec"]["ingressClassName"], "nginx");
+        let body = nginx_annotation(ingress, "proxy-body-size")
+            .and_then(|b| b.strip_suffix('m'))
+            .and_then(|b| b.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{name}: proxy-body-size in m"));
+        assert!(body >= max_body, "{name}: {body}m < --max-body {max_body}");
+        for timeout in ["proxy-read-timeout", "proxy-send-timeout"] {
+            let seconds: u64 = nginx_annotation(ingress, timeout)
+                .and_then(|t| t.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: {timeout}"));
+            assert!(seconds > max_timeout, "{name}: {timeout} {seconds}");
+        }
+    }
+    for ingress in &spread {
+        assert_eq!(nginx_annotation(ingress, "proxy-buffering"), Some("off"));
+    }
+}
+
+/// `assay serve` as a test starts it, stopped (SIGTERM, then SIGKILL) when dropped.
+struct Served {
+    child: Child,
+    port: u16,
+    stderr: PathBuf,
+}
+
+impl Served {
+    /// Starts `assay ARGS` in `dir` and waits (bounded) for its listening line.
+    fn start(dir: &Path, args: &[&str]) -> Served {
+        let stderr = dir.join("serve.stderr");
+        let mut child = common::assay_command(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("start assay serve");
+        let stdout = child.stdout.take().unwrap();
+        let mut served = Served {
+            child,
+            port: 0,
+            stderr,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + SERVE_START_WAIT;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(line) => {
+                    let addr = line
+                        .strip_prefix("assay serve: listening on http://")
+                        .and_then(|a| a.strip_suffix('/'))
+                        .and_then(|a| a.parse::<SocketAddr>().ok())
+                        .unwrap_or_else(|| {
+                            panic!("assay serve printed {line:?}, not its listening line")
+                        });
+                    served.port = addr.port();
+                    return served;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(status) = served.child.try_wait().unwrap() {
+                        panic!("assay serve exited ({status}): {}", served.log());
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "assay serve did not listen within {SERVE_START_WAIT:?}: {}",
+                        served.log()
+                    );
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    panic!("assay serve closed its output: {}", served.log())
+                }
+            }
+        }
+    }
+
+    /// What it said on standard error.
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::TERM,
+        );
+        let deadline = Instant::now() + SERVE_STOP_WAIT;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET path` on loopback `port`, with the secret as a bearer token if given: the status.
+fn get_status(port: u16, path: &str, secret: Option<&str>) -> u16 {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(PROBE_WAIT)).unwrap();
+    let auth = secret.map_or(String::new(), |s| format!("Authorization: Bearer {s}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{auth}\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("GET {path}: not HTTP: {answer:?}"))
+}
+
+#[test]
+fn the_serve_probes_pass_against_a_real_server_only_with_its_secret() {
+    let docs = documents("serve.yaml");
+    let container = serve_container(serve_pod(&docs));
+    let words = expanded_words(container);
+    let args = &words[2..];
+    let port = flag_value(args, "--port").unwrap();
+    let token_file = flag_value(args, "--token-file").unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "probe-secret-7d41c0a9e5b2";
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{secret}\n")).unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "another-secret-000000000\n").unwrap();
+    let server = Served::start(
+        dir.path(),
+        &[
+            "serve",
+            "--port",
+            "0",
+            "--profile",
+            "test",
+            "--jobs",
+            "1",
+            "--token-file",
+            token.to_str().unwrap(),
+        ],
+    );
+
+    // Each probe, run as the kubelet runs it in the pod, but at this server's port and with
+    // this test's secret file: it passes. With another secret in the file, it fails.
+    let probe = |script: &str, file: &Path| -> (bool, String) {
+        let script = script
+            .replace(
+                &format!("'http://127.0.0.1:{port}/"),
+                &format!("'http://127.0.0.1:{}/", server.port),
+            )
+            .replace(&format!("'{token_file}'"), &format!("'{}'", file.display()));
+        #[allow(clippy::disallowed_methods)]
+        let mut command = Command::new("python3");
+        command.args(["-c", &script]);
+        let done = common::run_bounded(&mut command, PROBE_WAIT)
+            .unwrap_or_else(|| panic!("the probe did not end within {PROBE_WAIT:?}: {script}"));
+        (done.status.success(), common::text(&done.stderr))
+    };
+    for name in SERVE_PROBES {
+        let script = probe_script(container, name);
+        let (ok, stderr) = probe(script, &token);
+        assert!(
+            ok,
+            "{name} fails against a real server: {stderr}\n{}",
+            server.log()
+        );
+        let (ok, stderr) = probe(script, &wrong);
+        assert!(!ok, "{name} passes with the wrong secret");
+        assert!(stderr.contains("401"), "{name}: {stderr}");
+    }
+    // Every route wants the secret, the probes' too: without it, 401.
+    for path in ["/livez", "/health", "/v1/sessions"] {
+        assert_eq!(get_status(server.port, path, None), 401, "{path}");
+    }
+    // The sessions' Ingress sends /v1/sessions... to the server's own routes.
+    assert_eq!(get_status(server.port, "/v1/sessions", Some(secret)), 200);
 }

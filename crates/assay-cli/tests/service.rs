@@ -373,7 +373,7 @@ fn bigcodebench_verdicts_are_eval_s_and_batches_stream_as_they_finish() {
 #[test]
 fn unittest_and_script_jobs_and_their_limits() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &["--max-timeout", "5"], &[]);
+    let server = Server::start(dir.path(), &["--max-timeout", "5", "--max-body", "1"], &[]);
     let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_data(self):\n        self.assertEqual(double(int(open('n.txt').read())), 42)\n    def test_negative(self):\n        self.assertEqual(double(-1), -2)\n";
     let files = json!({"n.txt": STANDARD.encode("21")});
     let passed = post(
@@ -456,6 +456,14 @@ fn unittest_and_script_jobs_and_their_limits() {
         bad["error"].as_str().unwrap().contains("files[\"x\"]"),
         "{bad}"
     );
+    // Past --max-body (1 MiB), a body is refused unread.
+    let big = post(
+        &server,
+        "/v1/run",
+        json!({"code": "#".repeat(2 << 20)}),
+        413,
+    );
+    assert!(big["error"].is_string(), "{big}");
 
     // What /metrics counts.
     let (status, metrics) = get(&server, "/metrics");
@@ -572,6 +580,15 @@ print(json.dumps([r.dict() for r in (ok, fail, slow)], default=str))
         verl["run_result"]["stdout"].as_str().unwrap().trim_end(),
         "42"
     );
+    // tinker-cookbook's SandboxFusionClient: its body, success iff `status == "Success"`.
+    let tinker = post(
+        &server,
+        "/run_code",
+        json!({"code": "open('out','w').write(open('in').read())", "language": "python",
+               "run_timeout": 5, "files": {"in": STANDARD.encode("x")}}),
+        200,
+    );
+    assert_eq!(tinker["status"], "Success", "{tinker}");
     let (status, raw) = get(&server, "/v1/ping");
     assert_eq!((status, json_of(&raw)), (200, json!("pong")));
     post(
