@@ -16,7 +16,7 @@ use axum::Router;
 use crate::admission::Admission;
 use crate::auth::{self, Secret};
 use crate::compat::gym_extract::Extraction;
-use crate::compat::{fusion, gym};
+use crate::compat::{fusion, gym, gym_metrics};
 use crate::metrics::Metrics;
 use crate::routes::{bigcodebench, health, run, unittest};
 use crate::sanitizers::Sanitizers;
@@ -140,6 +140,8 @@ impl Service {
             .route("/verify", post(gym::verify))
             .route("/seed_session", post(gym::seed_session))
             .route("/close_session", post(gym::close_session))
+            .route("/aggregate_metrics", post(gym_metrics::aggregate_metrics))
+            .route("/reverify_mode", get(gym_metrics::reverify_mode))
             .route("/run_code", post(fusion::run_code))
             .layer(from_fn_with_state(self.clone(), count))
             .layer(DefaultBodyLimit::max(self.inner.settings.max_body_bytes))

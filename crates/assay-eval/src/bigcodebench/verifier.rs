@@ -136,6 +136,20 @@ impl Verifier {
         Ok(loaded)
     }
 
+    /// How long an answer to `task_id` of dataset `version` is expected to take, in seconds,
+    /// as far as is known here (0 when nothing is): what orders a batch longest first, as an
+    /// evaluation orders its samples, so that the slowest tasks do not end it alone.
+    pub async fn expected_seconds(&self, version: &str, task_id: &str) -> f64 {
+        match self.loaded(version).await {
+            Ok(loaded) => loaded
+                .references
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .expected_seconds(task_id),
+            Err(_) => 0.0,
+        }
+    }
+
     /// Task `task_id` of dataset `version`.
     pub async fn task(&self, version: &str, task_id: &str) -> Result<Task, VerifyError> {
         let loaded = self.loaded(version).await?;

@@ -4,3 +4,4 @@
 pub mod fusion;
 pub mod gym;
 pub mod gym_extract;
+pub mod gym_metrics;

@@ -194,9 +194,10 @@ pub async fn verify(
 
 /// `POST /v1/bigcodebench/verify_batch`: every answer judged, each result a line of NDJSON
 /// as soon as it is in (order of completion, each with its `id`). An answer that cannot be
-/// judged gives `{"id", "error"}` in its place. The batch takes one place in the queue to be
-/// admitted; its answers then wait for places as they free. A client that goes away stops
-/// the batch: its running jobs are killed.
+/// judged gives `{"id", "error"}` in its place. The answers start longest first (by their
+/// tasks' reference times), at most as many at once as the engine runs. The batch takes one
+/// place in the queue to be admitted; its answers then wait for places as they free. A
+/// client that goes away stops the batch: its running jobs are killed.
 pub async fn verify_batch(
     State(service): State<Service>,
     body: Result<Json<BatchRequest>, JsonRejection>,
@@ -204,10 +205,29 @@ pub async fn verify_batch(
     let Json(batch) = body?;
     let first = service.inner.admission.try_admit()?;
     let window = service.inner.engine.max_running();
+    // Longest first, as an evaluation orders its samples: the slowest tasks start while the
+    // rest run, rather than end the batch alone. Results come in order of completion anyway.
+    let mut expected = Vec::with_capacity(batch.requests.len());
+    for item in &batch.requests {
+        let version = item["version"]
+            .as_str()
+            .unwrap_or(&service.inner.settings.default_dataset);
+        let task_id = item["task_id"].as_str().unwrap_or("");
+        expected.push(
+            service
+                .inner
+                .verifier
+                .expected_seconds(version, task_id)
+                .await,
+        );
+    }
+    let mut order: Vec<usize> = (0..batch.requests.len()).collect();
+    order.sort_by(|&a, &b| expected[b].total_cmp(&expected[a]));
+    let mut requests: Vec<Option<Value>> = batch.requests.into_iter().map(Some).collect();
     let mut first = Some(first);
-    let items: Vec<(Value, Option<Ticket>)> = batch
-        .requests
+    let items: Vec<(Value, Option<Ticket>)> = order
         .into_iter()
+        .filter_map(|i| requests[i].take())
         .map(|item| (item, first.take()))
         .collect();
     let lines = stream::iter(items)
