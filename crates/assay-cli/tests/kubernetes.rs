@@ -13,14 +13,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::IpAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::service::{http, Server};
 use serde_json::Value;
 
 fn manifest(name: &str) -> PathBuf {
@@ -473,11 +472,6 @@ const SERVE_DEFAULTS: [(&str, u64); 3] = [
     ("--max-timeout", 240),
     ("--max-body", 64),
 ];
-/// How long a real `assay serve` may take to print its listening line (its environment is
-/// the tests' `test` one, set up already: seconds).
-const SERVE_START_WAIT: Duration = Duration::from_secs(300);
-/// How long a stopped `assay serve` may take to exit before it is killed.
-const SERVE_STOP_WAIT: Duration = Duration::from_secs(30);
 /// How long one probe may take, run as the kubelet would.
 const PROBE_WAIT: Duration = Duration::from_secs(60);
 
@@ -956,110 +950,14 @@ fn the_serve_ingress_hashes_sessions_by_their_header_and_spreads_the_rest() {
     }
 }
 
-/// `assay serve` as a test starts it, stopped (SIGTERM, then SIGKILL) when dropped.
-struct Served {
-    child: Child,
-    port: u16,
-    stderr: PathBuf,
-}
-
-impl Served {
-    /// Starts `assay ARGS` in `dir` and waits (bounded) for its listening line.
-    fn start(dir: &Path, args: &[&str]) -> Served {
-        let stderr = dir.join("serve.stderr");
-        let mut child = common::assay_command(dir)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("start assay serve");
-        let stdout = child.stdout.take().unwrap();
-        let mut served = Served {
-            child,
-            port: 0,
-            stderr,
-        };
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + SERVE_START_WAIT;
-        loop {
-            match rx.recv_timeout(Duration::from_millis(200)) {
-                Ok(line) => {
-                    let addr = line
-                        .strip_prefix("assay serve: listening on http://")
-                        .and_then(|a| a.strip_suffix('/'))
-                        .and_then(|a| a.parse::<SocketAddr>().ok())
-                        .unwrap_or_else(|| {
-                            panic!("assay serve printed {line:?}, not its listening line")
-                        });
-                    served.port = addr.port();
-                    return served;
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if let Some(status) = served.child.try_wait().unwrap() {
-                        panic!("assay serve exited ({status}): {}", served.log());
-                    }
-                    assert!(
-                        Instant::now() < deadline,
-                        "assay serve did not listen within {SERVE_START_WAIT:?}: {}",
-                        served.log()
-                    );
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    panic!("assay serve closed its output: {}", served.log())
-                }
-            }
-        }
-    }
-
-    /// What it said on standard error.
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&self.child),
-            rustix::process::Signal::TERM,
-        );
-        let deadline = Instant::now() + SERVE_STOP_WAIT;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `GET path` on loopback `port`, with the secret as a bearer token if given: the status.
-fn get_status(port: u16, path: &str, secret: Option<&str>) -> u16 {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(PROBE_WAIT)).unwrap();
-    let auth = secret.map_or(String::new(), |s| format!("Authorization: Bearer {s}\r\n"));
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{auth}\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("GET {path}: not HTTP: {answer:?}"))
+/// `GET path` on `server`, with the secret as a bearer token if given: the status.
+fn get_status(server: &Server, path: &str, secret: Option<&str>) -> u16 {
+    let bearer = secret.map(|s| format!("Bearer {s}"));
+    let headers: Vec<(&str, &str)> = bearer
+        .iter()
+        .map(|b| ("Authorization", b.as_str()))
+        .collect();
+    http(server.addr(), "GET", path, &headers, None).0
 }
 
 #[test]
@@ -1077,12 +975,9 @@ fn the_serve_probes_pass_against_a_real_server_only_with_its_secret() {
     std::fs::write(&token, format!("{secret}\n")).unwrap();
     let wrong = dir.path().join("wrong");
     std::fs::write(&wrong, "another-secret-000000000\n").unwrap();
-    let server = Served::start(
+    let server = Server::start(
         dir.path(),
         &[
-            "serve",
-            "--port",
-            "0",
             "--profile",
             "test",
             "--jobs",
@@ -1090,6 +985,7 @@ fn the_serve_probes_pass_against_a_real_server_only_with_its_secret() {
             "--token-file",
             token.to_str().unwrap(),
         ],
+        &[],
     );
 
     // Each probe, run as the kubelet runs it in the pod, but at this server's port and with
@@ -1122,8 +1018,8 @@ fn the_serve_probes_pass_against_a_real_server_only_with_its_secret() {
     }
     // Every route wants the secret, the probes' too: without it, 401.
     for path in ["/livez", "/health", "/v1/sessions"] {
-        assert_eq!(get_status(server.port, path, None), 401, "{path}");
+        assert_eq!(get_status(&server, path, None), 401, "{path}");
     }
     // The sessions' Ingress sends /v1/sessions... to the server's own routes.
-    assert_eq!(get_status(server.port, "/v1/sessions", Some(secret)), 200);
+    assert_eq!(get_status(&server, "/v1/sessions", Some(secret)), 200);
 }

@@ -8,23 +8,17 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::service::{http, json_of, Server};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// How long a replica may take to print its listening line (the `test` environment is set
-/// up already: seconds).
-const START_WAIT: Duration = Duration::from_secs(300);
-/// How long a stopped replica may take to exit before it is killed.
-const STOP_WAIT: Duration = Duration::from_secs(30);
 /// The longest one request may take, through the proxy or not.
 const REQUEST_WAIT: Duration = Duration::from_secs(120);
 /// The longest the whole exchange with both replicas may take.
@@ -34,94 +28,10 @@ const HEAD_LIMIT: usize = 64 << 10;
 /// The header that names a session.
 const SESSION_HEADER: &str = "X-Session-ID";
 
-/// One `assay serve` process, stopped (SIGTERM, then SIGKILL) when dropped.
-struct Replica {
-    child: Child,
-    addr: SocketAddr,
-    stderr: PathBuf,
-}
-
-impl Replica {
-    /// `assay serve --port 0 --profile test --jobs 1` in `dir`, once it says where it listens.
-    fn start(dir: &Path, name: &str) -> Replica {
-        let stderr = dir.join(format!("{name}.stderr"));
-        let child = common::assay_command(dir)
-            .args(["serve", "--port", "0", "--profile", "test", "--jobs", "1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("start assay serve");
-        let mut replica = Replica {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            stderr,
-        };
-        let stdout = replica.child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + START_WAIT;
-        loop {
-            match rx.recv_timeout(Duration::from_millis(200)) {
-                Ok(line) => {
-                    replica.addr = line
-                        .strip_prefix("assay serve: listening on http://")
-                        .and_then(|a| a.strip_suffix('/'))
-                        .and_then(|a| a.parse().ok())
-                        .unwrap_or_else(|| {
-                            panic!(
-                                "replica {name} printed {line:?}, not its listening line: {}",
-                                replica.log()
-                            )
-                        });
-                    assert!(replica.addr.ip().is_loopback(), "{}", replica.addr);
-                    return replica;
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if let Some(status) = replica.child.try_wait().unwrap() {
-                        panic!("replica {name} exited ({status}): {}", replica.log());
-                    }
-                    assert!(
-                        Instant::now() < deadline,
-                        "replica {name} did not listen within {START_WAIT:?}: {}",
-                        replica.log()
-                    );
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    panic!("replica {name} closed its output: {}", replica.log())
-                }
-            }
-        }
-    }
-
-    /// What it said on standard error.
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&self.child),
-            rustix::process::Signal::TERM,
-        );
-        let deadline = Instant::now() + STOP_WAIT;
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A replica: `assay serve --port 0 --profile test --jobs 1` in `dir`, once it says where it
+/// listens.
+fn replica(dir: &Path) -> Server {
+    Server::start(dir, &["--profile", "test", "--jobs", "1"], &[])
 }
 
 /// The replica a session id goes to: FNV-1a of the id, modulo the replicas.
@@ -224,12 +134,11 @@ struct Answer {
 
 impl Answer {
     fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+        json_of(&self.body)
     }
 
     fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
+        common::text(&self.body)
     }
 }
 
@@ -242,73 +151,23 @@ async fn call(
     session: Option<&str>,
     body: Option<&Value>,
 ) -> Answer {
-    let exchange = async {
-        let mut stream = TcpStream::connect(addr).await?;
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-        if method != "GET" {
-            head += &format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n",
-                body.len()
-            );
-        }
-        if let Some(id) = session {
-            head += &format!("{SESSION_HEADER}: {id}\r\n");
-        }
-        head += "\r\n";
-        stream.write_all(head.as_bytes()).await?;
-        stream.write_all(body.as_bytes()).await?;
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).await?;
-        Ok::<_, std::io::Error>(raw)
+    let exchange = {
+        let (method, path) = (method.to_string(), path.to_string());
+        let (session, body) = (session.map(str::to_string), body.cloned());
+        // A blocking exchange, on a thread of its own: the runtime's threads relay for the proxy.
+        tokio::task::spawn_blocking(move || {
+            let headers: Vec<(&str, &str)> = session
+                .iter()
+                .map(|id| (SESSION_HEADER, id.as_str()))
+                .collect();
+            http(addr, &method, &path, &headers, body.as_ref())
+        })
     };
-    let raw = tokio::time::timeout(REQUEST_WAIT, exchange)
+    let (status, _, body) = tokio::time::timeout(REQUEST_WAIT, exchange)
         .await
         .unwrap_or_else(|_| panic!("{method} {path} at {addr}: no answer within {REQUEST_WAIT:?}"))
-        .unwrap_or_else(|e| panic!("{method} {path} at {addr}: {e}"));
-    parse_answer(&raw).unwrap_or_else(|| {
-        panic!(
-            "{method} {path} at {addr}: not an HTTP answer: {:?}",
-            String::from_utf8_lossy(&raw)
-        )
-    })
-}
-
-/// A whole HTTP/1.1 answer read to the connection's end: status and body (de-chunked).
-fn parse_answer(raw: &[u8]) -> Option<Answer> {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = std::str::from_utf8(&raw[..end]).ok()?;
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split(' ').nth(1)?.parse().ok()?;
-    let mut chunked = false;
-    let mut length = None;
-    for line in lines {
-        let (name, value) = line.split_once(':')?;
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.eq_ignore_ascii_case("chunked");
-        } else if name.eq_ignore_ascii_case("content-length") {
-            length = value.parse::<usize>().ok();
-        }
-    }
-    let mut rest = &raw[end + 4..];
-    let body = if chunked {
-        let mut body = Vec::new();
-        loop {
-            let eol = rest.windows(2).position(|w| w == b"\r\n")?;
-            let size = std::str::from_utf8(&rest[..eol]).ok()?;
-            let size = usize::from_str_radix(size.split(';').next()?.trim(), 16).ok()?;
-            rest = &rest[eol + 2..];
-            if size == 0 {
-                break body;
-            }
-            body.extend_from_slice(rest.get(..size)?);
-            rest = rest.get(size + 2..)?;
-        }
-    } else {
-        rest[..length.unwrap_or(rest.len()).min(rest.len())].to_vec()
-    };
-    Some(Answer { status, body })
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    Answer { status, body }
 }
 
 /// The sum of a Prometheus text exposition's samples of `name` whose labels include every
@@ -355,8 +214,8 @@ fn parse_labels(mut rest: &str) -> Option<(Vec<(String, String)>, &str)> {
 }
 
 /// A replica's `/metrics`, asked directly.
-async fn metrics(replica: &Replica) -> String {
-    let answer = call(replica.addr, "GET", "/metrics", None, None).await;
+async fn metrics(replica: &Server) -> String {
+    let answer = call(replica.addr(), "GET", "/metrics", None, None).await;
     assert_eq!(answer.status, 200, "{}", answer.text());
     answer.text()
 }
@@ -384,11 +243,8 @@ const TESTS: &str = "import unittest\n\nclass TestCases(unittest.TestCase):\n   
 #[test]
 fn verdicts_spread_over_replicas_and_each_session_stays_on_its_own() {
     let dir = tempfile::tempdir().unwrap();
-    let replicas = [
-        Replica::start(dir.path(), "replica-0"),
-        Replica::start(dir.path(), "replica-1"),
-    ];
-    assert_ne!(replicas[0].addr, replicas[1].addr);
+    let replicas = [replica(dir.path()), replica(dir.path())];
+    assert_ne!(replicas[0].addr(), replicas[1].addr());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -407,10 +263,10 @@ fn verdicts_spread_over_replicas_and_each_session_stays_on_its_own() {
     });
 }
 
-async fn exchange(replicas: &[Replica; 2]) {
-    let (proxy, routed) = start_proxy(replicas.iter().map(|r| r.addr).collect()).await;
+async fn exchange(replicas: &[Server; 2]) {
+    let (proxy, routed) = start_proxy(replicas.iter().map(|r| r.addr()).collect()).await;
     for replica in replicas {
-        let health = call(replica.addr, "GET", "/health", None, None).await;
+        let health = call(replica.addr(), "GET", "/health", None, None).await;
         assert_eq!(health.status, 200, "{}", health.text());
         assert_eq!(health.json()["profile"], "test", "{}", health.text());
     }
@@ -572,9 +428,9 @@ async fn exchange(replicas: &[Replica; 2]) {
                 })
                 .collect()
         };
-        let held = call(holder.addr, "GET", "/v1/sessions", None, None).await;
+        let held = call(holder.addr(), "GET", "/v1/sessions", None, None).await;
         assert_eq!(listed(&held), [(id.clone(), 3)], "replica {s}");
-        let elsewhere = call(other.addr, "GET", "/v1/sessions", None, None).await;
+        let elsewhere = call(other.addr(), "GET", "/v1/sessions", None, None).await;
         assert!(
             !listed(&elsewhere).iter().any(|(l, _)| l == id),
             "replica {} lists {id}: {}",
@@ -602,7 +458,7 @@ async fn exchange(replicas: &[Replica; 2]) {
         let other = &replicas[1 - s];
         let path = format!("/v1/sessions/{id}/execute");
         let answer = call(
-            other.addr,
+            other.addr(),
             "POST",
             &path,
             Some(id),

@@ -7,172 +7,34 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
+use common::service::{http, json_of, Server};
 use common::{assay_command, hard, lines};
 use serde_json::{json, Value};
 
-/// How long a server may take to listen (the `test` environment is set up already).
-const START: Duration = Duration::from_secs(300);
-/// The longest any single request here may take.
-const REQUEST: Duration = Duration::from_secs(300);
-
-/// A running `assay serve`, killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-    stderr: PathBuf,
-}
-
-impl Server {
-    /// `assay serve --port 0 --profile test --jobs 2 ARGS` in `dir`, with `env` set, once it
-    /// says where it listens.
-    fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
-        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let stderr = dir.join(format!("serve-{n}.err"));
-        let mut command = assay_command(dir);
-        command
-            .args(["serve", "--port", "0", "--profile", "test", "--jobs", "2"])
-            .args(args)
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        let mut child = command.spawn().expect("start assay serve");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(START).unwrap_or_default();
-        let port = line
-            .trim()
-            .strip_prefix("assay serve: listening on http://127.0.0.1:")
-            .and_then(|rest| rest.trim_end_matches('/').parse().ok())
-            .unwrap_or_else(|| {
-                let _ = child.kill();
-                panic!(
-                    "assay serve did not say where it listens ({line:?}); stderr:\n{}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                )
-            });
-        Server {
-            child,
-            port,
-            stderr,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.stderr).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// One HTTP/1.1 exchange on a connection of its own: status, headers (lowercased names) and
-/// body. Plain sockets, so that a test can also walk away mid-request.
-fn http(
-    port: u16,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&Value>,
-) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream.set_read_timeout(Some(REQUEST)).unwrap();
-    let body = body
-        .map(|b| serde_json::to_vec(b).unwrap())
-        .unwrap_or_default();
-    let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(&body).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read the response");
-    parse_response(&raw)
-}
-
-fn parse_response(raw: &[u8]) -> (u16, Vec<(String, String)>, Vec<u8>) {
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
-    let mut head_lines = head.lines();
-    let status: u16 = head_lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("a status line");
-    let headers: Vec<(String, String)> = head_lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_string()))
-        .collect();
-    let mut body = raw[end + 4..].to_vec();
-    if headers
-        .iter()
-        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"))
-    {
-        body = dechunk(&body);
-    }
-    (status, headers, body)
-}
-
-fn dechunk(mut data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(line_end) = data.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&data[..line_end]).trim(), 16)
-            .unwrap_or(0);
-        if size == 0 {
-            return out;
-        }
-        out.extend_from_slice(&data[line_end + 2..line_end + 2 + size]);
-        data = &data[line_end + 2 + size + 2..];
-    }
-}
-
-fn json_of(body: &[u8]) -> Value {
-    serde_json::from_slice(body)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
+/// `assay serve --port 0 --profile test --jobs 2 ARGS` in `dir`, with `env` set, once it says
+/// where it listens.
+fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+    let args = [&["--profile", "test", "--jobs", "2"][..], args].concat();
+    Server::start(dir, &args, env)
 }
 
 /// POSTs `body` to `path`, expecting `status`; its JSON.
 fn post(server: &Server, path: &str, body: Value, status: u16) -> Value {
-    let (got, _, raw) = http(server.port, "POST", path, &[], Some(&body));
+    let (got, _, raw) = http(server.addr(), "POST", path, &[], Some(&body));
     assert_eq!(got, status, "{path}: {}", String::from_utf8_lossy(&raw));
     json_of(&raw)
 }
 
 fn get(server: &Server, path: &str) -> (u16, Vec<u8>) {
-    let (status, _, raw) = http(server.port, "GET", path, &[], None);
+    let (status, _, raw) = http(server.addr(), "GET", path, &[], None);
     (status, raw)
 }
 
@@ -190,7 +52,7 @@ const WRONG_19: &str =
 #[test]
 fn bigcodebench_verdicts_are_eval_s_and_batches_stream_as_they_finish() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &[], &[]);
+    let server = serve(dir.path(), &[], &[]);
     let t19 = task(19);
 
     // A reference solution passes; its budget comes from its reference's time here.
@@ -244,7 +106,7 @@ fn bigcodebench_verdicts_are_eval_s_and_batches_stream_as_they_finish() {
 
     // Bad requests say what is wrong.
     let (status, _, raw) = http(
-        server.port,
+        server.addr(),
         "POST",
         "/v1/bigcodebench/verify",
         &[],
@@ -284,7 +146,7 @@ fn bigcodebench_verdicts_are_eval_s_and_batches_stream_as_they_finish() {
         {"id": "bad", "task_id": "BigCodeBench/19"},
     ]});
     let (status, headers, raw) = http(
-        server.port,
+        server.addr(),
         "POST",
         "/v1/bigcodebench/verify_batch",
         &[],
@@ -373,7 +235,7 @@ fn bigcodebench_verdicts_are_eval_s_and_batches_stream_as_they_finish() {
 #[test]
 fn unittest_and_script_jobs_and_their_limits() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &["--max-timeout", "5", "--max-body", "1"], &[]);
+    let server = serve(dir.path(), &["--max-timeout", "5", "--max-body", "1"], &[]);
     let test = "import unittest\nclass TestCases(unittest.TestCase):\n    def test_data(self):\n        self.assertEqual(double(int(open('n.txt').read())), 42)\n    def test_negative(self):\n        self.assertEqual(double(-1), -2)\n";
     let files = json!({"n.txt": STANDARD.encode("21")});
     let passed = post(
@@ -527,7 +389,7 @@ fn venv(name: &str, packages: &[&str]) -> PathBuf {
 #[allow(clippy::disallowed_methods)]
 fn sandbox_fusion_clients_work_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &[], &[]);
+    let server = serve(dir.path(), &[], &[]);
     let python = venv("sandbox-fusion-client", &["sandbox-fusion==0.3.7"]);
     // The PyPI client, as verl's and users' code calls it: the endpoint its only change.
     let script = r#"
@@ -602,7 +464,7 @@ print(json.dumps([r.dict() for r in (ok, fail, slow)], default=str))
 #[test]
 fn nemo_gym_verify_answers_as_gym_s_server_and_never_scores_the_harness() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &[], &[]);
+    let server = serve(dir.path(), &[], &[]);
     let t19 = task(19);
     // Built as NeMo Gym's simple_agent builds it: the JSONL row (responses_create_params,
     // verifier_metadata and Gym's own keys) with the model's Responses object added.
@@ -710,6 +572,21 @@ fn nemo_gym_verify_answers_as_gym_s_server_and_never_scores_the_harness() {
     );
     assert_eq!(masked["status"], "error");
 
+    // Gym's summary of a collection: the masked sample is no measurement.
+    let summary = post(
+        &server,
+        "/aggregate_metrics",
+        json!({"verify_responses": [passed, failed, masked]}),
+        200,
+    );
+    assert_eq!(summary["key_metrics"]["pass@1[avg-of-2]"], 0.5, "{summary}");
+    assert_eq!(summary["key_metrics"]["pass@2"], 1.0);
+    assert_eq!(summary["key_metrics"]["mean/output_tokens"], 20.0);
+    assert_eq!(summary["agent_metrics"]["masked_samples"], 1);
+    assert_eq!(summary["group_level_metrics"][0]["samples"], 2);
+    let (status, raw) = get(&server, "/reverify_mode");
+    assert_eq!((status, json_of(&raw)), (200, json!("unknown")));
+
     // NeMo Evaluator's envelope (`gym://...?protocol=native`): output_text beside output.
     let mut evaluator = row("", &t19);
     evaluator["response"] = json!({"id": "eval-synthetic", "object": "response", "created_at": 0,
@@ -745,13 +622,13 @@ fn nemo_gym_verify_answers_as_gym_s_server_and_never_scores_the_harness() {
 #[test]
 fn sessions_keep_state_return_figures_and_expire() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(
+    let server = serve(
         dir.path(),
         &["--max-sessions", "2", "--session-idle", "2"],
         &[],
     );
     let (status, _, raw) = http(
-        server.port,
+        server.addr(),
         "POST",
         "/v1/sessions",
         &[("X-Session-ID", "mine-1")],
@@ -816,7 +693,7 @@ fn sessions_keep_state_return_figures_and_expire() {
     let (_, raw) = get(&server, "/v1/sessions");
     assert_eq!(json_of(&raw)["sessions"].as_array().unwrap().len(), 2);
     let (status, _, _) = http(
-        server.port,
+        server.addr(),
         "DELETE",
         &format!("/v1/sessions/{second}"),
         &[],
@@ -840,7 +717,7 @@ fn sessions_keep_state_return_figures_and_expire() {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (status, _, _) = http(
-            server.port,
+            server.addr(),
             "POST",
             "/v1/sessions/mine-1/execute",
             &[],
@@ -861,12 +738,12 @@ fn sessions_keep_state_return_figures_and_expire() {
 fn the_secret_guards_every_route_and_no_job_sees_it() {
     let dir = tempfile::tempdir().unwrap();
     let secret = "s3cret-token-31337-abcdef";
-    let server = Server::start(dir.path(), &[], &[("ASSAY_SERVE_TOKEN", secret)]);
+    let server = serve(dir.path(), &[], &[("ASSAY_SERVE_TOKEN", secret)]);
     let body = json!({"code": "print('hi')", "language": "python"});
-    let (status, _, _) = http(server.port, "POST", "/run_code", &[], Some(&body));
+    let (status, _, _) = http(server.addr(), "POST", "/run_code", &[], Some(&body));
     assert_eq!(status, 401);
     let (status, _, _) = http(
-        server.port,
+        server.addr(),
         "GET",
         "/health",
         &[("Authorization", "Bearer wrong-secret-000000")],
@@ -875,7 +752,7 @@ fn the_secret_guards_every_route_and_no_job_sees_it() {
     assert_eq!(status, 401);
     let bearer = format!("Bearer {secret}");
     let (status, _, _) = http(
-        server.port,
+        server.addr(),
         "GET",
         "/health",
         &[("Authorization", &bearer)],
@@ -884,7 +761,7 @@ fn the_secret_guards_every_route_and_no_job_sees_it() {
     assert_eq!(status, 200);
     // In the path, for clients that send no header.
     let (status, _, raw) = http(
-        server.port,
+        server.addr(),
         "POST",
         &format!("/{secret}/run_code"),
         &[],
@@ -899,7 +776,7 @@ fn the_secret_guards_every_route_and_no_job_sees_it() {
         "import os, glob\nfound = [k for k, v in os.environ.items() if '{secret}' in v]\nfor p in glob.glob('/proc/*/environ'):\n    try:\n        found += [p] if b'{secret}' in open(p, 'rb').read() else []\n    except OSError:\n        pass\nprint(found)\n"
     );
     let (status, _, raw) = http(
-        server.port,
+        server.addr(),
         "POST",
         &format!("/{secret}/v1/run"),
         &[],
@@ -909,7 +786,7 @@ fn the_secret_guards_every_route_and_no_job_sees_it() {
     assert_eq!(json_of(&raw)["stdout"]["text"], "[]\n");
     // Nor do the metrics name it.
     let (_, _, raw) = http(
-        server.port,
+        server.addr(),
         "GET",
         "/metrics",
         &[("Authorization", &bearer)],
@@ -935,14 +812,14 @@ fn the_secret_guards_every_route_and_no_job_sees_it() {
         .unwrap();
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--token-file"));
-    let open = Server::start(dir.path(), &["--host", "0.0.0.0", "--open"], &[]);
-    assert!(open.stderr().contains("WARNING"), "{}", open.stderr());
+    let open = serve(dir.path(), &["--host", "0.0.0.0", "--open"], &[]);
+    assert!(open.log().contains("WARNING"), "{}", open.log());
 }
 
 #[test]
 fn a_full_queue_refuses_and_a_departed_client_takes_its_job_with_it() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path(), &["--max-jobs", "2", "--queue", "0"], &[]);
+    let server = serve(dir.path(), &["--max-jobs", "2", "--queue", "0"], &[]);
     let sleeper = json!({"code": "import time\ntime.sleep(100)", "timeout": 120});
     // Two requests fill both places; their clients wait...
     let mut waiting: Vec<TcpStream> = (0..2)
@@ -965,7 +842,7 @@ fn a_full_queue_refuses_and_a_departed_client_takes_its_job_with_it() {
     }
     // ...so a third is refused, with when to come back.
     let (status, headers, _) = http(
-        server.port,
+        server.addr(),
         "POST",
         "/v1/run",
         &[],
@@ -995,7 +872,7 @@ fn a_full_queue_refuses_and_a_departed_client_takes_its_job_with_it() {
 #[test]
 fn hostile_code_through_every_route_leaves_the_server_and_others_unaffected() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(
+    let server = serve(
         dir.path(),
         &["--max-timeout", "10", "--max-memory", "512"],
         &[],
@@ -1019,7 +896,7 @@ fn hostile_code_through_every_route_leaves_the_server_and_others_unaffected() {
         .iter()
         .enumerate()
         .map(|(i, (name, code))| {
-            let (port, name, code) = (server.port, name.to_string(), code.to_string());
+            let (addr, name, code) = (server.addr(), name.to_string(), code.to_string());
             std::thread::spawn(move || {
                 let route = ["/v1/run", "/run_code", "/v1/unittest"][i % 3];
                 let body = match route {
@@ -1027,7 +904,7 @@ fn hostile_code_through_every_route_leaves_the_server_and_others_unaffected() {
                     "/v1/unittest" => json!({"code": code, "test": "import unittest\nclass TestCases(unittest.TestCase):\n    def test_x(self):\n        pass\n"}),
                     _ => json!({"code": code}),
                 };
-                let (status, _, raw) = http(port, "POST", route, &[], Some(&body));
+                let (status, _, raw) = http(addr, "POST", route, &[], Some(&body));
                 assert_eq!(status, 200, "{name} via {route}: {}", String::from_utf8_lossy(&raw));
                 (format!("{name} via {route}"), json_of(&raw))
             })

@@ -13,6 +13,7 @@
 
 pub mod browser;
 pub mod llama;
+pub mod service;
 pub mod viewer;
 
 use std::fs::File;
