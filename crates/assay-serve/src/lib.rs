@@ -23,7 +23,9 @@ mod routes;
 mod sanitizers;
 mod service;
 mod sessions;
+mod state;
 
 pub use auth::Secret;
 pub use compat::gym_extract::Extraction;
-pub use service::{serve, Service, SessionsEngine, Settings, QUEUE_PER_PLACE};
+pub use service::serve;
+pub use state::{Service, SessionsEngine, Settings, QUEUE_PER_PLACE};

@@ -6,7 +6,7 @@ use assay_eval::bigcodebench::options::STACK_BYTES;
 use assay_sandbox::Limits;
 
 use crate::error::ApiError;
-use crate::service::Settings;
+use crate::state::Settings;
 
 /// The limits of a job asking for `timeout` seconds (`default` when it asks none) and
 /// `memory_mib` (the service's maximum when none): each at most the service's maximum.

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use crate::error::ApiError;
 use crate::files;
 use crate::routes::run::{fetched, Script};
-use crate::service::Service;
+use crate::state::Service;
 
 /// SandboxFusion's `RunCodeRequest`; fields it has that assay does not use are tolerated.
 #[derive(Debug, Deserialize)]

@@ -22,7 +22,7 @@ use super::gym_extract::{nemo, Extraction};
 use crate::error::ApiError;
 use crate::limits::job_limits;
 use crate::routes::bigcodebench::sanitized;
-use crate::service::{Inner, Service};
+use crate::state::{Inner, Service};
 
 /// The official harness's time limit: for tests assay does not have a reference time for.
 const OFFICIAL_TIMEOUT: Duration = Duration::from_secs(240);

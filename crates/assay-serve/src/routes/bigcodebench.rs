@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::admission::Ticket;
 use crate::error::ApiError;
-use crate::service::{Inner, Service};
+use crate::state::{Inner, Service};
 
 /// The prompt style an answer was asked in: recorded, not used in judging (the sanitizer and
 /// the tests are the same for both).

@@ -6,7 +6,7 @@ use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
 
-use crate::service::Service;
+use crate::state::Service;
 
 /// `GET /health`.
 pub async fn health(State(service): State<Service>) -> Json<Value> {

@@ -3,4 +3,5 @@
 pub mod bigcodebench;
 pub mod health;
 pub mod run;
+pub mod sessions;
 pub mod unittest;

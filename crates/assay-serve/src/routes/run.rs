@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::error::ApiError;
 use crate::files;
 use crate::limits::job_limits;
-use crate::service::{Inner, Service};
+use crate::state::{Inner, Service};
 
 /// A script's time limit unless it asks another (SandboxFusion's `run_timeout` default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

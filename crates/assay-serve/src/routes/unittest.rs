@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::error::ApiError;
 use crate::files;
 use crate::limits::job_limits;
-use crate::service::Service;
+use crate::state::Service;
 
 /// The official harness's time limit: what a job gets unless it asks less.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(240);
