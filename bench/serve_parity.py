@@ -8,7 +8,9 @@ service sanitizes them itself. Printed, per official-run file:
 - how many of the service's sanitized solutions equal the official `solution` field;
 - the service's verdicts against the official ones (as bench/parity.py counts them);
 - the service's verdicts against `assay eval`'s of the same file, sample by sample (status,
-  official status and details, the digest of the program run): all should be identical.
+  official status, the tests the official details name, the digest of the program run; not
+  the tracebacks' text, which holds what differs from run to run: object addresses, mock ids,
+  temporary paths, times): all should be identical.
 
     python3 bench/serve_parity.py [--assay target/release/assay] [--out serve-parity] [--jobs 2]
 
@@ -69,6 +71,15 @@ def verify_all(port, rows):
     return results
 
 
+def verdict(result):
+    """What must be the same between the service and assay eval: the statuses, the program
+    run, and which tests the official details name. (The details' text is not compared: it
+    holds what differs from run to run, object addresses, mock ids, temporary paths, times.)"""
+    official = result.get("official") or {}
+    return (result.get("status"), official.get("status"), sorted(official.get("details") or {}),
+            result.get("program_digest"))
+
+
 def served_verdicts(rows, results):
     """(task_id, position within task) -> (status, official status or None, reason)."""
     positions, verdicts = {}, {}
@@ -115,8 +126,7 @@ def main():
             differ = []
             for i in range(len(rows)):
                 served, record = results[i], by_index.get(i)
-                keys = ("status", "official", "program_digest")
-                if record is None or any(served.get(k) != record.get(k) for k in keys):
+                if record is None or verdict(served) != verdict(record):
                     differ.append(rows[i]["task_id"])
             print(f"  against assay eval: {len(rows) - len(differ)}/{len(rows)} identical"
                   + (f"; differ: {', '.join(differ)}" if differ else ""))
