@@ -11,7 +11,6 @@ use assay_eval::bigcodebench::ground_truth::References;
 use assay_eval::bigcodebench::options::{Options, STACK_BYTES};
 use assay_eval::bigcodebench::samples::Samples;
 use assay_eval::bigcodebench::verdict::Environment;
-use assay_eval::probe::missing_modules;
 use assay_records::{
     Answer, Conditions, EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener,
     Manifest, RunEvent, SampleRecord, Split, TimePolicy,
@@ -213,14 +212,7 @@ impl Judge {
         dataset: &Dataset,
         listener: &mut dyn Listener,
     ) -> Result<Prepared, PipelineError> {
-        let libraries = dataset
-            .tasks
-            .iter()
-            .flat_map(|t| t.libs.iter().map(String::as_str));
-        let environment = Environment {
-            missing_modules: missing_modules(&self.engine, libraries).await?,
-            network: self.options.network,
-        };
+        let environment = Environment::probe(&self.engine, dataset, self.options.network).await?;
         if !environment.missing_modules.is_empty() {
             let missing: Vec<&str> = environment
                 .missing_modules

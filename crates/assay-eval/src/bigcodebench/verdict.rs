@@ -75,6 +75,25 @@ pub struct Environment {
     pub network: bool,
 }
 
+impl Environment {
+    /// What the engine's environment lacks of the libraries `dataset`'s tasks declare, for
+    /// jobs with the network or not: probed once per dataset by every judging pipeline.
+    pub async fn probe(
+        engine: &assay_sandbox::Engine,
+        dataset: &assay_tasks::bigcodebench::Dataset,
+        network: bool,
+    ) -> Result<Environment, crate::error::EvalError> {
+        let libraries = dataset
+            .tasks
+            .iter()
+            .flat_map(|t| t.libs.iter().map(String::as_str));
+        Ok(Environment {
+            missing_modules: crate::probe::missing_modules(engine, libraries).await?,
+            network,
+        })
+    }
+}
+
 /// The infra cause of an outcome, if every failure in it comes from the environment. A sample
 /// that also fails for its own reasons keeps its verdict: it would fail anywhere.
 pub fn infra_cause(outcome: &UnittestOutcome, env: &Environment) -> Option<InfraCause> {

@@ -19,7 +19,6 @@ use super::options::Options;
 use super::samples::program;
 use super::verdict::Environment;
 use crate::error::EvalError;
-use crate::probe::missing_modules;
 
 /// Why an answer could not be judged.
 #[derive(Debug, thiserror::Error)]
@@ -110,14 +109,7 @@ impl Verifier {
             return Ok(loaded.clone());
         }
         let dataset = Dataset::embedded(version, Subset::Full)?;
-        let libraries = dataset
-            .tasks
-            .iter()
-            .flat_map(|t| t.libs.iter().map(String::as_str));
-        let environment = Environment {
-            missing_modules: missing_modules(&self.engine, libraries).await?,
-            network: self.options.network,
-        };
+        let environment = Environment::probe(&self.engine, &dataset, self.options.network).await?;
         let references = References::open(
             &self.cache,
             &dataset,
