@@ -17,6 +17,7 @@ mod auth;
 mod compat;
 mod error;
 mod files;
+mod jobs;
 mod limits;
 mod metrics;
 mod routes;

@@ -14,21 +14,28 @@ use crate::error::ApiError;
 pub struct Live {
     pub session: Session,
     pub created: SystemTime,
+    /// When a request last used it (monotonic: what expiry counts from).
     pub last_used: Mutex<Instant>,
-    pub last_used_at: Mutex<SystemTime>,
     pub cells: std::sync::atomic::AtomicU64,
 }
 
 impl Live {
+    /// Marks it used now.
     pub fn touch(&self) {
         *self
             .last_used
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Instant::now();
-        *self
-            .last_used_at
+    }
+
+    /// When it was last used, on the wall clock (for listings).
+    pub fn last_used_at(&self) -> SystemTime {
+        let idle = self
+            .last_used
             .lock()
-            .unwrap_or_else(PoisonError::into_inner) = SystemTime::now();
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed();
+        SystemTime::now() - idle
     }
 }
 

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::files;
-use crate::routes::run::{fetched, Script};
+use crate::routes::run::{fetched, script_job};
 use crate::state::Service;
 
 /// SandboxFusion's `RunCodeRequest`; fields it has that assay does not use are tolerated.
@@ -68,7 +68,7 @@ pub async fn run_code(
         _ => None,
     };
     let inner = &service.inner;
-    let script = Script::new(
+    let job = script_job(
         inner,
         request.code,
         request.stdin,
@@ -76,7 +76,7 @@ pub async fn run_code(
         request.run_timeout,
         memory_mib,
     )?;
-    let outcome = script.run(inner, "run_code").await?;
+    let outcome = inner.script(job, "run_code").await?;
     let files = files::encode(fetched(&outcome, Some(&request.fetch_files)));
     Ok(Json(response(&outcome, files)))
 }

@@ -30,12 +30,7 @@ const OFFICIAL_TIMEOUT: Duration = Duration::from_secs(240);
 const INFRA_KIND: &str = "assay:infra";
 
 /// `POST /seed_session` and `/close_session`: nothing to keep between calls.
-pub async fn seed_session() -> Json<Value> {
-    Json(json!({}))
-}
-
-/// `POST /close_session`.
-pub async fn close_session() -> Json<Value> {
+pub async fn no_session() -> Json<Value> {
     Json(json!({}))
 }
 
@@ -174,18 +169,12 @@ async fn judge(
     code_prompt: &str,
     code: &str,
 ) -> Result<Judged, ApiError> {
-    let ticket = inner.admission.try_admit()?;
     if let Some((version, task)) = known {
+        let ticket = inner.admission.try_admit()?;
         let verification = inner
-            .verifier
-            .verify(&version, &task, code, true, None)
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
-        drop(ticket);
+            .verify(ticket, &version, &task, code, true, None)
+            .await?;
         let record = &verification.record;
-        inner
-            .metrics
-            .job("bigcodebench", record.status, record.wall_seconds);
         let assay = json!({
             "status": record.status,
             "reason": record.reason,
@@ -209,11 +198,7 @@ async fn judge(
     };
     let mut job = UnittestJob::new(program, test);
     job.limits = Some(job_limits(&inner.settings, None, OFFICIAL_TIMEOUT, None)?);
-    let outcome = inner.engine.run_unittest(job).await;
-    drop(ticket);
-    inner
-        .metrics
-        .job("unittest", outcome.status, outcome.usage.wall.as_secs_f64());
+    let outcome = inner.unittest(job).await?;
     let official = assay_eval::bigcodebench::verdict::official(&outcome);
     let assay = json!({
         "status": outcome.status,

@@ -103,27 +103,20 @@ pub(crate) async fn sanitized(
 
 /// Judges `request`, holding `ticket` (its place in the queue) while it runs.
 async fn judge(inner: &Inner, request: VerifyRequest, ticket: Ticket) -> Result<Value, ApiError> {
-    let verifier = &inner.verifier;
     let version = request
         .version
         .clone()
         .unwrap_or_else(|| inner.settings.default_dataset.clone());
-    let task = verifier
+    let task = inner
+        .verifier
         .task(&version, &request.task_id)
         .await
         .map_err(|e| ApiError::not_found(e.to_string()))?;
     let (solution, note) = solution_of(inner, &task, &request).await?;
     let calibrated = request.calibrated.unwrap_or(inner.settings.calibrated);
-    let verification = verifier
-        .verify(&version, &task, &solution, calibrated, note)
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))?;
-    drop(ticket);
-    inner.metrics.job(
-        "bigcodebench",
-        verification.record.status,
-        verification.record.wall_seconds,
-    );
+    let verification = inner
+        .verify(ticket, &version, &task, &solution, calibrated, note)
+        .await?;
     Ok(result_json(
         request,
         &version,

@@ -44,43 +44,25 @@ pub struct RunRequest {
     memory_mib: Option<u64>,
 }
 
-/// A script as a sandbox job.
-pub(crate) struct Script {
-    pub job: ScriptJob,
-}
-
-impl Script {
-    /// `code` with `stdin`, `files` (already decoded) and its limits.
-    pub fn new(
-        inner: &Inner,
-        code: String,
-        stdin: Option<String>,
-        files: Vec<assay_sandbox::InputFile>,
-        timeout: Option<f64>,
-        memory_mib: Option<u64>,
-    ) -> Result<Script, ApiError> {
-        let mut job = ScriptJob::new(code);
-        job.stdin = stdin;
-        job.files = files;
-        job.limits = Some(job_limits(
-            &inner.settings,
-            timeout,
-            DEFAULT_TIMEOUT,
-            memory_mib,
-        )?);
-        Ok(Script { job })
-    }
-
-    /// Runs it, once the queue admits it.
-    pub async fn run(self, inner: &Inner, kind: &'static str) -> Result<ScriptOutcome, ApiError> {
-        let ticket = inner.admission.try_admit()?;
-        let outcome = inner.engine.run_script(self.job).await;
-        drop(ticket);
-        inner
-            .metrics
-            .job(kind, outcome.status, outcome.usage.wall.as_secs_f64());
-        Ok(outcome)
-    }
+/// A script job: `code` with `stdin`, `files` (decoded already) and its limits.
+pub(crate) fn script_job(
+    inner: &Inner,
+    code: String,
+    stdin: Option<String>,
+    files: Vec<assay_sandbox::InputFile>,
+    timeout: Option<f64>,
+    memory_mib: Option<u64>,
+) -> Result<ScriptJob, ApiError> {
+    let mut job = ScriptJob::new(code);
+    job.stdin = stdin;
+    job.files = files;
+    job.limits = Some(job_limits(
+        &inner.settings,
+        timeout,
+        DEFAULT_TIMEOUT,
+        memory_mib,
+    )?);
+    Ok(job)
 }
 
 /// The files of `outcome` that `wanted` names (all of them when it names none).
@@ -101,7 +83,7 @@ pub async fn run(
     let Json(request) = body?;
     let inner = &service.inner;
     let files = files::decode("files", &request.files)?;
-    let mut script = Script::new(
+    let mut job = script_job(
         inner,
         request.code,
         request.stdin,
@@ -109,9 +91,9 @@ pub async fn run(
         request.timeout,
         request.memory_mib,
     )?;
-    script.job.argv = request.argv;
-    let time_limit = script.job.limits.as_ref().map(|l| l.wall.as_secs_f64());
-    let outcome = script.run(inner, "run").await?;
+    job.argv = request.argv;
+    let time_limit = job.limits.as_ref().map(|l| l.wall.as_secs_f64());
+    let outcome = inner.script(job, "run").await?;
     let files = files::encode(fetched(&outcome, request.fetch_files.as_deref()));
     Ok(Json(json!({
         "id": request.id,

@@ -133,7 +133,6 @@ pub async fn create(
         session,
         created: SystemTime::now(),
         last_used: Mutex::new(Instant::now()),
-        last_used_at: Mutex::new(SystemTime::now()),
         cells: Default::default(),
     });
     let clash = {
@@ -256,10 +255,7 @@ pub async fn list(State(service): State<Service>) -> Json<Value> {
     let mut listed: Vec<Value> = open
         .iter()
         .map(|(id, live)| {
-            let last = *live
-                .last_used_at
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let last = live.last_used_at();
             json!({
                 "session_id": id,
                 "created": seconds(live.created),

@@ -67,12 +67,7 @@ pub async fn unittest(
     job.guards = request.guards.unwrap_or(true);
     let time_limit = limits.wall;
     job.limits = Some(limits);
-    let ticket = inner.admission.try_admit()?;
-    let outcome = inner.engine.run_unittest(job).await;
-    drop(ticket);
-    inner
-        .metrics
-        .job("unittest", outcome.status, outcome.usage.wall.as_secs_f64());
+    let outcome = inner.unittest(job).await?;
     let official = official(&outcome);
     Ok(Json(json!({
         "id": request.id,
