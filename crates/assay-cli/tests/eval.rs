@@ -378,6 +378,74 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
 }
 
 #[test]
+fn samples_started_before_their_reference_get_the_verdicts_of_a_known_one() {
+    // BigCodeBench/97 is used by no other test here: its reference is not measured yet in
+    // this test process's cache, so both samples start before it ends, under the widest
+    // limits, and take its budgets when it does.
+    let dir = tempfile::tempdir().unwrap();
+    let quick = task(97);
+    let hangs = format!(
+        "{}\n    import time\n    time.sleep(1000)\n",
+        quick.complete_prompt
+    );
+    write_answers(
+        dir.path(),
+        &[
+            canonical(&quick),
+            json!({"task_id": quick.task_id, "solution": hangs}),
+        ],
+    );
+    let eval = |out: &str| -> Vec<Value> {
+        let args = [
+            "eval",
+            "bigcodebench",
+            "--samples",
+            "model--bigcodebench-complete--x.jsonl",
+            "--tasks",
+            &quick.task_id,
+            "--out",
+            out,
+        ];
+        let done = assay(&[&args[..], COMMON].concat(), dir.path());
+        assert!(done.status.success(), "{}", text(&done.stderr));
+        std::fs::read_to_string(dir.path().join(out).join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let first = eval("first");
+    // The sleeper waited in its first test past that test's waiting budget, which only the
+    // reference could give it (else it had the official 240 s), counted from the test's
+    // start although it came later.
+    assert_eq!(first[0]["status"], "pass", "{}", first[0]);
+    assert_eq!(first[1]["status"], "timeout", "{}", first[1]);
+    let reason = first[1]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("waited, computing nothing, past its budget of 10 s"),
+        "{reason}"
+    );
+    let wall = first[1]["wall_seconds"].as_f64().unwrap();
+    assert!(wall < 60.0, "{wall}");
+    // Again, the reference known from the start: the same verdicts.
+    let again = eval("again");
+    for (a, b) in first.iter().zip(&again) {
+        for field in ["status", "reason", "official"] {
+            assert_eq!(a[field], b[field], "{field}: {a} / {b}");
+        }
+        let names = |r: &Value| {
+            r["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| (t["name"].clone(), t["result"].clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(a), names(b));
+    }
+}
+
+#[test]
 fn bad_input_is_refused_with_where_and_why() {
     let dir = tempfile::tempdir().unwrap();
     let run = |samples: &str, extra: &[&str]| {

@@ -57,6 +57,19 @@ pub enum RunEvent {
         /// Reference runs to come.
         references: usize,
     },
+    /// A job started in the sandbox: a sample's, or a task's reference run. What lets
+    /// progress say what the end of a run waits on.
+    JobStarted {
+        /// Its task.
+        task_id: String,
+        /// Whether it is the task's reference run (else a sample).
+        reference: bool,
+        /// How long it is expected to take, in seconds: its task's reference time, or its
+        /// slowest sample's in earlier evaluations here, whichever is longer (absent when
+        /// neither is known).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected_seconds: Option<f64>,
+    },
     /// A sample's verdict from an earlier session still holds (`results.jsonl` has it): it is
     /// not judged again.
     SampleKept {

@@ -83,6 +83,11 @@ impl TimePolicy {
         test_wait_factor: 2.0,
     };
 
+    /// Whether a task's limits depend on its reference's run (not under a fixed limit).
+    pub fn follows_reference(&self) -> bool {
+        matches!(self, TimePolicy::Budget { .. })
+    }
+
     /// The limit of a task whose reference run is `reference` (none: not measured).
     pub fn limit(&self, reference: Option<&ReferenceResult>) -> Duration {
         let seconds = match *self {

@@ -616,6 +616,11 @@ fn every_event_is_in_the_spec() {
         },
         RunEvent::JudgingStarted { samples: 0 },
         RunEvent::ReferencesStarted { references: 0 },
+        RunEvent::JobStarted {
+            task_id: String::new(),
+            reference: false,
+            expected_seconds: None,
+        },
         RunEvent::SampleKept {
             task_id: String::new(),
             status: assay_records::Status::Pass,
@@ -664,6 +669,7 @@ fn every_event_is_in_the_spec() {
             | RunEvent::GenerationFinished { .. }
             | RunEvent::JudgingStarted { .. }
             | RunEvent::ReferencesStarted { .. }
+            | RunEvent::JobStarted { .. }
             | RunEvent::SampleKept { .. }
             | RunEvent::SampleJudged { .. }
             | RunEvent::ReferenceJudged { .. }

@@ -11,15 +11,15 @@ use tokio::time::Instant;
 use crate::capture::Capture;
 use crate::cgroup::CgroupStats;
 use crate::config::Limits;
-use crate::deadlock;
 use crate::meter::CpuMeter;
 use crate::outcome::Usage;
 use crate::protocol::job::{Event, Stage};
 use crate::protocol::Rusage;
 use crate::sandbox::Sandbox;
-use crate::slots::{self, METER_TICK};
+use crate::slots::METER_TICK;
+use crate::timing::{arrival, Cut, Overrun, TestClock, Timing};
 use crate::worker::ExitNotice;
-use assay_records::{Captured, TestBudget};
+use assay_records::Captured;
 
 /// How long to wait for the rest of the output once the job process is dead.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
@@ -63,38 +63,6 @@ impl End {
             End::Budget(Overrun::Hung { .. }) => "hung",
             End::Garbled(_) => "garbled",
             End::Stopped(_) => "stopped",
-        }
-    }
-}
-
-/// A test that ran out of its budget, and which part of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Overrun {
-    /// Its CPU time: it computed too long.
-    Cpu { test: String, budget: Duration },
-    /// Its waiting: it sat computing next to nothing too long.
-    Waiting { test: String, budget: Duration },
-    /// Nothing left to wait for: every thread of the job waits on another (see `deadlock`).
-    Hung { test: String },
-}
-
-impl Overrun {
-    /// The timeout's reason, naming the test.
-    fn reason(&self) -> String {
-        let tenths = |d: &Duration| (d.as_secs_f64() * 10.0).round() / 10.0;
-        match self {
-            Overrun::Cpu { test, budget } => format!(
-                "test {test} computed past its CPU budget of {} s",
-                tenths(budget)
-            ),
-            Overrun::Waiting { test, budget } => format!(
-                "test {test} waited, computing nothing, past its budget of {} s",
-                tenths(budget)
-            ),
-            Overrun::Hung { test } => format!(
-                "test {test} hung for good: every thread of the job waited, with no timeout, \
-                 on another"
-            ),
         }
     }
 }
@@ -173,10 +141,10 @@ pub(crate) enum Read {
     On,
     /// The frame the job was waiting for: stop.
     Done,
-    /// A test with a budget of its own starts now: its name, its budget, and the job's CPU
-    /// time then as read (if the meter could).
-    Start(String, TestBudget, Option<Duration>),
-    /// The test with a budget ended: back to the job's own deadline alone.
+    /// A test starts now: its name, and the job's CPU time then as read (if the meter could).
+    /// Its budget, if it has one, holds from here.
+    Start(String, Option<Duration>),
+    /// The test ended: back to the job's own deadline alone.
     Reset,
 }
 
@@ -190,89 +158,24 @@ impl From<bool> for Read {
     }
 }
 
-/// What a test running under a budget has used so far.
-struct TestClock {
-    test: String,
-    budget: TestBudget,
-    /// The job's CPU time when the test started (`None` until the meter could be read).
-    cpu_at_start: Option<Duration>,
-    /// The last reading: when, and the job's CPU time then.
-    last: (Instant, Option<Duration>),
-    waited: Duration,
-    /// `None` when something outside the job could wake it.
-    deadlock: Option<deadlock::Watch>,
-}
-
-impl TestClock {
-    fn start(
-        test: String,
-        budget: TestBudget,
-        cpu: Option<Duration>,
-        deadlock: Option<deadlock::Watch>,
-    ) -> TestClock {
-        TestClock {
-            test,
-            budget,
-            cpu_at_start: cpu,
-            last: (Instant::now(), cpu),
-            waited: Duration::ZERO,
-            deadlock,
-        }
-    }
-
-    /// Reads the meter: of the time since the last reading, what the job's processes did not
-    /// spend computing counts as waiting, unless a thread of theirs is runnable or in
-    /// uninterruptible sleep now (one kept from a CPU by a busy machine or its quota, or
-    /// held up by the disk, is not waiting). Says which budget ran out, if one did, or
-    /// whether the job is hung for good.
-    fn tick(&mut self, meter: &CpuMeter) -> Option<Overrun> {
-        let cpu = meter.read()?;
-        let now = Instant::now();
-        let (then, before) = std::mem::replace(&mut self.last, (now, Some(cpu)));
-        let start = *self.cpu_at_start.get_or_insert(cpu);
-        // One list of the job's threads for both questions asked of them.
-        let threads = meter.threads();
-        let held_up = slots::held_up(&threads);
-        if let Some(before) = before {
-            let idle = (now - then).saturating_sub(cpu.saturating_sub(before));
-            if !held_up {
-                self.waited += idle;
-            }
-        }
-        let hung = self.deadlock.as_mut().is_some_and(|w| {
-            if held_up {
-                w.forget();
-                false
-            } else {
-                w.hung(threads)
-            }
-        });
-        let test = || self.test.clone();
-        if cpu.saturating_sub(start) > self.budget.cpu {
-            Some(Overrun::Cpu {
-                test: test(),
-                budget: self.budget.cpu,
-            })
-        } else if hung {
-            Some(Overrun::Hung { test: test() })
-        } else if self.waited > self.budget.waiting {
-            Some(Overrun::Waiting {
-                test: test(),
-                budget: self.budget.waiting,
-            })
-        } else {
-            None
+impl From<Cut> for End {
+    fn from(cut: Cut) -> End {
+        match cut {
+            Cut::Deadline => End::Deadline,
+            Cut::Budget(overrun) => End::Budget(overrun),
         }
     }
 }
 
 /// Reads results and output until `on_frame` says a frame is the one awaited, or the job
-/// ends, or the deadline passes, or a part of the job `on_frame` started runs out of its
-/// budget. `on_frame` also gets the job's CPU meter, to read when a frame needs it.
+/// ends, or its time (`timing`, counted from `started`) runs out: the deadline passes, or a
+/// test `on_frame` started runs out of its budget. Limits that arrive meanwhile apply at once
+/// (see `timing`). `on_frame` also gets the job's CPU meter, to read when a frame needs it.
 pub(crate) async fn run_until<R: Into<Read>>(
     sandbox: &mut Sandbox,
     streams: &mut Streams,
-    deadline: Instant,
+    started: Instant,
+    timing: &mut Timing,
     mut on_frame: impl FnMut(&Event, &CpuMeter) -> R,
 ) -> End {
     let meter = sandbox.cpu_meter();
@@ -282,34 +185,53 @@ pub(crate) async fn run_until<R: Into<Read>>(
     let mut clock: Option<TestClock> = None;
     let mut tick = tokio::time::interval(METER_TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+    let later = timing.later();
+    let mut arriving = std::pin::pin!(async move {
+        match later {
+            Some(later) => arrival(later).await,
+            None => std::future::pending().await,
+        }
+    });
+    let end = loop {
+        let deadline = started + timing.wall;
         // Biased, deadline first: a job flooding its output must not starve its own deadline.
         tokio::select! {
             biased;
-            _ = tokio::time::sleep_until(deadline) => return End::Deadline,
+            _ = tokio::time::sleep_until(deadline) => break End::Deadline,
+            limits = &mut arriving, if timing.pending() => {
+                if let Some(cut) = timing.arrived(limits, started.elapsed(), &mut clock) {
+                    break cut.into();
+                }
+            }
             // Not once the process is gone: a test that crashed or was killed for memory did
             // not run out of time.
             _ = tick.tick(), if clock.is_some() && exit_grace.is_none() => {
                 if let Some(overrun) = clock.as_mut().and_then(|c| c.tick(&meter)) {
-                    return End::Budget(overrun);
+                    break End::Budget(overrun);
                 }
             }
             _ = tokio::time::sleep_until(exit_grace.unwrap_or(deadline)), if exit_grace.is_some() => {
-                return End::Exited
+                break End::Exited
             }
             frame = sandbox.results.next() => match frame {
                 Ok(Some(frame)) => match on_frame(&frame, &meter).into() {
                     Read::On => {}
-                    Read::Done => return End::Final(frame),
-                    Read::Start(test, budget, cpu) => {
-                        let watch = deadlock::Watch::new(&sandbox.layers);
-                        clock = Some(TestClock::start(test, budget, cpu, watch));
+                    Read::Done => break End::Final(frame),
+                    Read::Start(test, cpu) => {
+                        if let Some(done) = clock.take() {
+                            timing.stopped(done, started.elapsed());
+                        }
+                        clock = timing.clock(test, started.elapsed(), cpu, &sandbox.layers);
                         tick.reset();
                     }
-                    Read::Reset => clock = None,
+                    Read::Reset => {
+                        if let Some(done) = clock.take() {
+                            timing.stopped(done, started.elapsed());
+                        }
+                    }
                 },
-                Ok(None) => return End::Closed,
-                Err(e) => return End::Garbled(e),
+                Ok(None) => break End::Closed,
+                Err(e) => break End::Garbled(e),
             },
             _ = sandbox.exit.wait(), if exit_grace.is_none() => {
                 exit_grace = Some(Instant::now() + EXIT_GRACE);
@@ -317,7 +239,12 @@ pub(crate) async fn run_until<R: Into<Read>>(
             _ = streams.out.pump(&mut sandbox.out), if streams.out.open => {}
             _ = streams.err.pump(&mut sandbox.err), if streams.err.open => {}
         }
+    };
+    // The test running at the end counts too, should its budget still come.
+    if let Some(done) = clock {
+        timing.stopped(done, started.elapsed());
     }
+    end
 }
 
 /// What is known once a job process is gone.

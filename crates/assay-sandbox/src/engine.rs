@@ -450,8 +450,10 @@ impl Inner {
         }
     }
 
-    pub(crate) async fn slot(&self) -> Slot<'_> {
-        self.slots.take().await
+    /// A place and a slot for a job expected to take `expected` seconds (0: unknown): the
+    /// longest expected start first.
+    pub(crate) async fn slot(&self, expected: f64) -> Slot<'_> {
+        self.slots.take(expected).await
     }
 
     /// The environment a job starts with: the built-in allow-list, the engine's extra

@@ -63,6 +63,7 @@ mod seccomp;
 mod seqpacket;
 mod session;
 mod slots;
+mod timing;
 mod worker;
 
 pub use assay_records::{
@@ -72,10 +73,13 @@ pub use assay_records::{
 pub use config::{default_processes, EngineConfig, IsolationMode, Limits};
 pub use declared::declared_tests;
 pub use engine::Engine;
-pub use job::{CommandJob, Connections, InputFile, ScriptJob, UnittestJob};
+pub use job::{
+    CommandJob, Connections, InputFile, Provisional, ScriptJob, Start, UnittestJob, Unsettled,
+};
 pub use outcome::{ExecOutcome, OutputFile, PyError, ScriptOutcome, UnittestOutcome, Usage};
 pub use protocol::zygote::{ModuleLoad, PreloadReport, WarmUp};
 pub use session::{Session, SessionSpec, Tree};
+pub use timing::{LaterLimits, TimeLimits};
 
 /// Why the engine, or a session, could not do what was asked.
 #[derive(Debug, thiserror::Error)]

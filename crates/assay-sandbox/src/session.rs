@@ -17,6 +17,7 @@ use crate::meter::CpuMeter;
 use crate::outcome::{ExecOutcome, OutputFile, PyError};
 use crate::protocol::job::{Control, Event, ExecDone};
 use crate::sandbox::{Sandbox, Signaller, Workspace};
+use crate::timing::Timing;
 use crate::Error;
 use assay_records::Captured;
 use assay_records::IsolationLevel;
@@ -196,7 +197,7 @@ impl Session {
         let state = &mut *guard;
         // A cell computes: it holds one of the engine's CPU slots while it runs, and only
         // then (an agent waiting on its model holds none).
-        let _slot = self.engine.slot().await;
+        let _slot = self.engine.slot(0.0).await;
         if self.abandoned.swap(false, Ordering::SeqCst) {
             if let Some(mut sandbox) = state.sandbox.take() {
                 sandbox.kill();
@@ -235,7 +236,16 @@ impl Session {
             answered: false,
         };
         let mut end = match tokio::time::timeout(SEND_TIMEOUT, sandbox.send(&request)).await {
-            Ok(Ok(())) => run_until(sandbox, &mut streams, started + wall, matches).await,
+            Ok(Ok(())) => {
+                run_until(
+                    sandbox,
+                    &mut streams,
+                    started,
+                    &mut Timing::fixed(wall),
+                    matches,
+                )
+                .await
+            }
             Ok(Err(e)) => End::Garbled(format!("sending the cell: {e}")),
             Err(_) => End::Garbled(format!(
                 "the session did not take the cell within {} s",
@@ -249,7 +259,8 @@ impl Session {
             end = run_until(
                 sandbox,
                 &mut streams,
-                Instant::now() + INTERRUPT_GRACE,
+                Instant::now(),
+                &mut Timing::fixed(INTERRUPT_GRACE),
                 matches,
             )
             .await;

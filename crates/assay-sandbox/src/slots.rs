@@ -8,12 +8,13 @@
 //! when it computes again (or, if none is free, counts as a debt that the next returned
 //! slot pays). The number of jobs running at all stays bounded.
 
-use std::collections::VecDeque;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
 use std::convert::Infallible;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::oneshot;
 
 use crate::meter::{stat_after_command, CpuMeter};
 
@@ -27,21 +28,62 @@ const IDLE_SHARE: f64 = 0.1;
 const BUSY_SHARE: f64 = 0.3;
 
 /// The engine's slots, and the bound on jobs running at all.
+///
+/// Jobs waiting to start are admitted longest expected first (first come, first served
+/// among equals): whoever hands the engine many jobs at once has the slowest start first, so
+/// that they do not end a run alone, however many wait.
 pub(crate) struct Slots {
-    free: Semaphore,
-    running: Semaphore,
-    /// Slots owed by jobs that started computing again when none was free.
-    debt: Mutex<usize>,
+    state: Mutex<State>,
     /// Whether a lent slot can admit anyone: not when every place is a slot.
     lends: bool,
     /// Places among the running jobs in all.
     places: usize,
 }
 
+struct State {
+    /// Slots no job holds.
+    free: usize,
+    /// Places among the running jobs no job holds.
+    open: usize,
+    /// Slots owed by jobs that started computing again when none was free.
+    debt: usize,
+    waiting: BinaryHeap<Waiter>,
+    /// Arrivals so far: the order among equal expectations.
+    arrivals: u64,
+}
+
+/// A job waiting to start.
+struct Waiter {
+    expected: f64,
+    arrival: u64,
+    admit: oneshot::Sender<()>,
+}
+
+impl Ord for Waiter {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.expected
+            .total_cmp(&other.expected)
+            .then(other.arrival.cmp(&self.arrival))
+    }
+}
+
+impl PartialOrd for Waiter {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Waiter {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Waiter {}
+
 /// A running job's claim: always a place among the running jobs, and a slot unless lent.
 pub(crate) struct Slot<'a> {
     slots: &'a Slots,
-    _running: SemaphorePermit<'a>,
     holds: bool,
 }
 
@@ -49,37 +91,123 @@ impl Slots {
     /// `cpus` slots; at most `max_running` jobs at once (no lending when equal).
     pub fn new(cpus: usize, max_running: usize) -> Self {
         let cpus = cpus.max(1);
+        let places = max_running.max(cpus);
         Slots {
-            free: Semaphore::new(cpus),
-            running: Semaphore::new(max_running.max(cpus)),
-            places: max_running.max(cpus),
-            debt: Mutex::new(0),
+            state: Mutex::new(State {
+                free: cpus,
+                open: places,
+                debt: 0,
+                waiting: BinaryHeap::new(),
+                arrivals: 0,
+            }),
+            places,
             lends: max_running > cpus,
         }
     }
 
-    /// Waits for a place and a slot, first come first served.
-    pub async fn take(&self) -> Slot<'_> {
-        let running = self.running.acquire().await.expect("never closed");
-        self.free.acquire().await.expect("never closed").forget();
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits for a place and a slot, for a job expected to take `expected` seconds: the
+    /// longest expected first, first come first served among equals. Cancel-safe: a job
+    /// admitted as its wait is dropped gives its claim back.
+    pub async fn take(&self, expected: f64) -> Slot<'_> {
+        let mut admitted = {
+            let mut state = self.state();
+            if state.waiting.is_empty() && state.open > 0 && state.free > 0 {
+                state.open -= 1;
+                state.free -= 1;
+                return self.claim();
+            }
+            let (admit, admitted) = oneshot::channel();
+            state.arrivals += 1;
+            let arrival = state.arrivals;
+            state.waiting.push(Waiter {
+                expected,
+                arrival,
+                admit,
+            });
+            Admission {
+                slots: self,
+                rx: Some(admitted),
+            }
+        };
+        let rx = admitted.rx.as_mut().expect("waiting");
+        // The sender goes only when the waiter is admitted or the engine is gone.
+        let _ = rx.await;
+        admitted.rx = None;
+        self.claim()
+    }
+
+    fn claim(&self) -> Slot<'_> {
         Slot {
             slots: self,
-            _running: running,
             holds: true,
         }
     }
 
     /// Jobs running now (holding a slot or having lent it).
     pub fn running(&self) -> usize {
-        self.places - self.running.available_permits()
+        self.places - self.state().open
     }
 
+    /// A slot comes back: it pays a debt, or admits the next job, or is free.
     fn give_back(&self) {
-        let mut debt = self.debt.lock().expect("poisoned");
-        if *debt > 0 {
-            *debt -= 1;
+        let mut state = self.state();
+        if state.debt > 0 {
+            state.debt -= 1;
         } else {
-            self.free.add_permits(1);
+            state.free += 1;
+            state.admit();
+        }
+    }
+
+    /// A job ended: its place comes back (and its slot, if it held one).
+    fn leave(&self, held: bool) {
+        let mut state = self.state();
+        state.open += 1;
+        if held {
+            if state.debt > 0 {
+                state.debt -= 1;
+            } else {
+                state.free += 1;
+            }
+        }
+        state.admit();
+    }
+}
+
+impl State {
+    /// Admits the longest-expected waiters while a place and a slot are free.
+    fn admit(&mut self) {
+        while self.open > 0 && self.free > 0 {
+            let Some(waiter) = self.waiting.pop() else {
+                return;
+            };
+            // A waiter whose wait was dropped is skipped.
+            if waiter.admit.send(()).is_ok() {
+                self.open -= 1;
+                self.free -= 1;
+            }
+        }
+    }
+}
+
+/// A job's wait to start: dropped before it is admitted, it leaves the line; admitted and
+/// dropped before it took its claim, it gives the claim back.
+struct Admission<'a> {
+    slots: &'a Slots,
+    rx: Option<oneshot::Receiver<()>>,
+}
+
+impl Drop for Admission<'_> {
+    fn drop(&mut self) {
+        if let Some(mut rx) = self.rx.take() {
+            rx.close();
+            if rx.try_recv().is_ok() {
+                self.slots.leave(true);
+            }
         }
     }
 }
@@ -99,9 +227,11 @@ impl Slot<'_> {
         if !self.holds {
             tracing::debug!("slot reclaimed");
             self.holds = true;
-            match self.slots.free.try_acquire() {
-                Ok(permit) => permit.forget(),
-                Err(_) => *self.slots.debt.lock().expect("poisoned") += 1,
+            let mut state = self.slots.state();
+            if state.free > 0 {
+                state.free -= 1;
+            } else {
+                state.debt += 1;
             }
         }
     }
@@ -138,9 +268,7 @@ impl Slot<'_> {
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        if self.holds {
-            self.slots.give_back();
-        }
+        self.slots.leave(self.holds);
     }
 }
 
@@ -158,36 +286,79 @@ pub(crate) fn held_up(threads: &[i32]) -> bool {
 mod tests {
     use super::*;
 
+    fn free(slots: &Slots) -> usize {
+        slots.state().free
+    }
+
     #[tokio::test]
     async fn a_lent_slot_admits_the_next_job_and_debts_are_paid_first() {
         let slots = Slots::new(1, 3);
-        let mut first = slots.take().await;
-        assert!(slots.free.try_acquire().is_err());
+        let mut first = slots.take(0.0).await;
+        assert_eq!(free(&slots), 0);
         first.lend();
-        let mut second = slots.take().await; // admitted on the lent slot
+        let mut second = slots.take(0.0).await; // admitted on the lent slot
         first.reclaim(); // none free: a debt
-        assert_eq!(*slots.debt.lock().unwrap(), 1);
+        assert_eq!(slots.state().debt, 1);
         second.lend(); // pays the debt, frees nothing
-        assert_eq!(*slots.debt.lock().unwrap(), 0);
-        assert!(slots.free.try_acquire().is_err());
+        assert_eq!(slots.state().debt, 0);
+        assert_eq!(free(&slots), 0);
         drop(first); // returns its slot
-        let third = slots.take().await;
+        let third = slots.take(0.0).await;
         drop((second, third));
-        assert_eq!(slots.free.available_permits(), 1);
+        assert_eq!(free(&slots), 1);
+        assert_eq!(slots.running(), 0);
     }
 
     #[tokio::test]
     async fn lending_never_exceeds_the_bound_on_running_jobs() {
         let slots = Slots::new(1, 2);
-        let mut a = slots.take().await;
+        let mut a = slots.take(0.0).await;
         a.lend();
-        let mut b = slots.take().await;
+        let mut b = slots.take(0.0).await;
         b.lend();
         // Two running, both lent: a third waits for a place, not for a slot.
-        let third = tokio::time::timeout(Duration::from_millis(50), slots.take()).await;
+        let third = tokio::time::timeout(Duration::from_millis(50), slots.take(0.0)).await;
         assert!(third.is_err());
         drop(a);
-        let c = tokio::time::timeout(Duration::from_millis(50), slots.take()).await;
+        let c = tokio::time::timeout(Duration::from_millis(50), slots.take(0.0)).await;
         assert!(c.is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_longest_expected_start_first_and_equals_in_turn() {
+        let slots = std::sync::Arc::new(Slots::new(1, 1));
+        let first = slots.take(0.0).await;
+        let (tx, mut order) = tokio::sync::mpsc::unbounded_channel();
+        let mut waits = Vec::new();
+        for (name, expected) in [
+            ("short", 1.0),
+            ("long", 100.0),
+            ("short2", 1.0),
+            ("mid", 10.0),
+        ] {
+            let (slots, tx) = (slots.clone(), tx.clone());
+            waits.push(tokio::spawn(async move {
+                let slot = slots.take(expected).await;
+                tx.send(name).unwrap();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                drop(slot);
+            }));
+            // Each in the line before the next arrives.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // A wait given up leaves the line without taking anything.
+        let given_up = tokio::time::timeout(Duration::from_millis(20), slots.take(1000.0)).await;
+        assert!(given_up.is_err());
+        drop(first);
+        for wait in waits {
+            wait.await.unwrap();
+        }
+        drop(tx);
+        let mut seen = Vec::new();
+        while let Some(name) = order.recv().await {
+            seen.push(name);
+        }
+        assert_eq!(seen, ["long", "mid", "short", "short2"]);
+        assert_eq!((free(&slots), slots.running()), (1, 0));
     }
 }

@@ -71,15 +71,16 @@ impl Count {
         (new > 0).then(|| new as f64 / self.seconds(now))
     }
 
-    /// The rate and, while unfinished, the time left: `2.1/s, ETA 13 s`; empty before this
-    /// session did any of it.
-    pub(super) fn pace(&self, now: Instant) -> String {
+    /// The rate and, while unfinished, the time left, no less than `least_left` seconds (what
+    /// the jobs running are expected to take yet; none: no ETA, something else says what is
+    /// left): `2.1/s, ETA 13 s`; empty before this session did any of it.
+    pub(super) fn pace(&self, now: Instant, least_left: Option<f64>) -> String {
         let Some(rate) = self.rate(now) else {
             return String::new();
         };
         let mut pace = per_time(rate);
-        if !self.complete() {
-            let left = (self.total - self.done) as f64 / rate;
+        if let (false, Some(least_left)) = (self.complete(), least_left) {
+            let left = ((self.total - self.done) as f64 / rate).max(least_left);
             pace.push_str(&format!(", ETA {}", duration(left.ceil() as u64)));
         }
         pace
@@ -105,7 +106,7 @@ fn per_time(per_second: f64) -> String {
 }
 
 /// A time left that reads well: `45 s`, `3 min 20 s`, `1 h 5 min`.
-fn duration(seconds: u64) -> String {
+pub(super) fn duration(seconds: u64) -> String {
     match seconds {
         s if s < 60 => format!("{s} s"),
         s if s < 3600 => match (s / 60, s % 60) {

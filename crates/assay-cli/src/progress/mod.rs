@@ -12,6 +12,7 @@
 
 mod count;
 mod display;
+mod running;
 mod spinner;
 #[cfg(test)]
 mod tests;
@@ -24,6 +25,7 @@ use assay_records::{Listener, ModelLoad, RunEvent, Status};
 
 use self::count::Count;
 use self::display::{Bars, State};
+use self::running::Running;
 use crate::print;
 
 pub use self::spinner::Spinner;
@@ -58,6 +60,8 @@ pub struct Progress {
     judge: Count,
     /// Verdicts, kept and new (or the round's reruns), by status.
     statuses: BTreeMap<Status, usize>,
+    /// The sandbox's jobs running now: what the last verdicts wait on.
+    running: Running,
     /// Since when a model is asked for answers (or judgements), while it is.
     asking: Option<Instant>,
     /// Whether the generation has ended (a later `judging-started` counts the samples there
@@ -97,6 +101,7 @@ impl Progress {
             reruns: Count::empty("reruns", now),
             judge: Count::empty("judge requests", now),
             statuses: BTreeMap::new(),
+            running: Running::default(),
             asking: None,
             generation_over: false,
             verdicts_follow_answers: false,
@@ -143,17 +148,19 @@ impl Progress {
 
     /// What is shown at `now`.
     fn state_at(&self, now: Instant) -> State {
+        let mut waiting = Vec::new();
         let counts = self
             .counts()
             .into_iter()
             .filter(|c| c.shown())
-            .map(|c| (c.label, c.done, c.total, c.pace(now)))
+            .map(|c| {
+                let (pace, waits) = self.pace(c, now);
+                waiting.extend(waits);
+                (c.label, c.done, c.total, pace)
+            })
             .collect();
-        let mut extras: Vec<String> = self
-            .statuses
-            .iter()
-            .map(|(s, n)| format!("{s} {n}"))
-            .collect();
+        let mut extras = waiting;
+        extras.extend(self.statuses.iter().map(|(s, n)| format!("{s} {n}")));
         // PyBench's episodes ask the model too.
         if self.asking.is_some() || self.load.is_some() {
             extras.extend(self.requests());
@@ -169,6 +176,27 @@ impl Progress {
             extras.push(format!("{} failed", self.failed));
         }
         State { counts, extras }
+    }
+
+    /// `count`'s pace, and for sandbox jobs (verdicts, references) what the last of them
+    /// wait on, when they are few and all running; else an ETA no shorter than the jobs
+    /// running are expected to take.
+    fn pace(&self, count: &Count, now: Instant) -> (String, Option<String>) {
+        let reference = if std::ptr::eq(count, &self.verdicts) {
+            false
+        } else if std::ptr::eq(count, &self.references) {
+            true
+        } else {
+            return (count.pace(now, Some(0.0)), None);
+        };
+        let left = count.total.saturating_sub(count.done);
+        match self.running.waiting_on(reference, left, now) {
+            Some(waiting) => (count.pace(now, None), Some(waiting)),
+            None => {
+                let least = self.running.least_left(reference, now);
+                (count.pace(now, Some(least)), None)
+            }
+        }
     }
 
     /// Requests in flight (and the limit, while the server's overload keeps it below
@@ -280,13 +308,24 @@ impl Progress {
                     }
                 }
             }
-            RunEvent::ReferenceJudged { .. } => self.references.done += 1,
+            RunEvent::JobStarted {
+                task_id,
+                reference,
+                expected_seconds,
+            } => self
+                .running
+                .started(task_id, *reference, *expected_seconds, now),
+            RunEvent::ReferenceJudged { record } => {
+                self.running.ended(&record.task_id, true);
+                self.references.done += 1;
+            }
             RunEvent::SampleKept { status, .. } => {
                 self.status(*status);
                 self.verdicts.done += 1;
                 self.verdicts.earlier += 1;
             }
             RunEvent::SampleJudged { record } => {
+                self.running.ended(&record.task_id, false);
                 self.status(record.status);
                 self.verdicts.done += 1;
             }
@@ -305,6 +344,7 @@ impl Progress {
                     *count = Count::empty(count.label, now);
                 }
                 self.statuses.clear();
+                self.running.clear();
                 self.stop_asking();
                 self.reruns = Count::new("reruns", *samples, *done, now);
             }

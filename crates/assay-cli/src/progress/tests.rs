@@ -261,6 +261,57 @@ fn a_resumed_evaluation_rates_only_its_own_verdicts() {
     );
 }
 
+fn started(task: &str, reference: bool, expected: Option<f64>) -> RunEvent {
+    RunEvent::JobStarted {
+        task_id: task.into(),
+        reference,
+        expected_seconds: expected,
+    }
+}
+
+#[test]
+fn the_last_verdicts_say_what_they_wait_on_not_a_rate() {
+    let at = clock();
+    let mut progress = Progress::new(true);
+    progress.on_event_at(&RunEvent::JudgingStarted { samples: 4 }, at(0.0));
+    progress.on_event_at(&started("BigCodeBench/461", false, Some(156.0)), at(0.0));
+    for (i, task) in ["BigCodeBench/1", "BigCodeBench/2", "BigCodeBench/3"]
+        .into_iter()
+        .enumerate()
+    {
+        progress.on_event_at(&started(task, false, None), at(i as f64));
+        progress.on_event_at(&judged(task, Status::Pass), at(i as f64 + 1.0));
+    }
+    // Three verdicts in 3 s would say "ETA 1 s"; the one left is expected to take minutes.
+    assert_eq!(
+        line(&progress, at(6.0)),
+        "verdicts 3/4 (30/min) · waiting on BigCodeBench/461 (expected 2 min 36 s, 2 min 30 s \
+         left) · pass 3"
+    );
+    progress.on_event_at(&judged("BigCodeBench/461", Status::Pass), at(156.0));
+    assert_eq!(
+        line(&progress, at(156.0)),
+        "verdicts 4/4 (1.5/min) · pass 4"
+    );
+}
+
+#[test]
+fn an_eta_is_no_shorter_than_the_jobs_running_are_expected_to_take() {
+    let at = clock();
+    let mut progress = Progress::new(true);
+    progress.on_event_at(&RunEvent::JudgingStarted { samples: 10 }, at(0.0));
+    progress.on_event_at(&started("BigCodeBench/461", false, Some(156.0)), at(0.0));
+    for task in ["BigCodeBench/1", "BigCodeBench/2"] {
+        progress.on_event_at(&started(task, false, None), at(0.0));
+        progress.on_event_at(&judged(task, Status::Pass), at(1.0));
+    }
+    // Eight left, not all running: an ETA, from the rate but no less than 461's 2 min 26 s.
+    assert_eq!(
+        line(&progress, at(10.0)),
+        "verdicts 2/10 (12/min, ETA 2 min 26 s) · pass 2"
+    );
+}
+
 #[test]
 fn a_check_counts_references_only() {
     let at = clock();

@@ -68,6 +68,11 @@ pub async fn check(
                     record.task_id
                 )))
             }
+            Finished::Started {
+                task_id,
+                reference,
+                expected,
+            } => listener.on_event(&Finished::started_event(task_id, reference, expected)),
         }
     }
     references.sync()?;
@@ -76,8 +81,8 @@ pub async fn check(
 }
 
 impl Judging<'_> {
-    /// Judges every answer `answers` brings as soon as it arrives (and its task's reference
-    /// time is known), until `answers` closes and the last verdict is in: each new verdict
+    /// Judges every answer `answers` brings as soon as it arrives (its time limits tightening
+    /// to its task's reference's when that ends, if it still runs), until `answers` closes and the last verdict is in: each new verdict
     /// appended to `run`'s `results.jsonl` (under the answer's index as it arrived), then told
     /// to `listener`. An answer that runs the same program as one of `earlier` (an earlier
     /// session's records) keeps that verdict instead. Reference solutions not measured yet
@@ -95,11 +100,10 @@ impl Judging<'_> {
         let tasks: HashMap<&str, &Task> = self.dataset.by_id();
         let mut kept = Earlier::new(earlier);
         let (done, mut finished) = mpsc::unbounded_channel::<Finished>();
-        let waiting =
-            references.spawn_missing(self.engine, self.environment, &self.dataset.tasks, &done);
+        let (measuring, waiting) = references.missing(&self.dataset.tasks);
         listener.on_event(&RunEvent::JudgingStarted { samples: expected });
         listener.on_event(&RunEvent::ReferencesStarted {
-            references: waiting.len(),
+            references: measuring.len(),
         });
         let (queue, queued) = mpsc::unbounded_channel();
         let mut queue = Some(queue);
@@ -109,7 +113,7 @@ impl Judging<'_> {
             time: self.options.time.clone(),
             times: references.sample_times.clone(),
         };
-        tokio::spawn(served.serve(queued, done));
+        tokio::spawn(served.serve(measuring, queued, done));
         let mut records = Vec::new();
         // Whether the directory may hold an earlier session's figures.
         let mut concluded = true;
@@ -137,9 +141,11 @@ impl Judging<'_> {
                         records.push(record);
                         continue;
                     }
-                    let reference = match waiting.get(&answer.task_id) {
-                        Some(rx) => Reference::Pending(rx.clone()),
-                        None => Reference::Known(references.truth.tasks.get(&answer.task_id).cloned()),
+                    // Known once its record is in; until then, on its way.
+                    let known = references.truth.tasks.get(&answer.task_id);
+                    let reference = match (known, waiting.get(&answer.task_id)) {
+                        (None, Some(rx)) => Reference::Pending(rx.clone()),
+                        (known, _) => Reference::Known(known.cloned()),
                     };
                     let mut job = Job::new(answer.index, task, program, self.options);
                     job.note = answer.empty_note;
@@ -174,6 +180,9 @@ impl Judging<'_> {
                         listener.on_event(&RunEvent::ReferenceJudged {
                             record: Box::new(record),
                         });
+                    }
+                    Some(Finished::Started { task_id, reference, expected }) => {
+                        listener.on_event(&Finished::started_event(task_id, reference, expected));
                     }
                 },
             }

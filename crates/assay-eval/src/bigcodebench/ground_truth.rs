@@ -213,34 +213,67 @@ impl References {
             guards: self.guards,
             gamed_as_official: false,
             note: None,
+            later: None,
+            start: Default::default(),
         }
     }
 
+    /// The reference runs that every task in `tasks` not known yet needs, and, by task, where
+    /// their results will show.
+    pub(crate) fn missing(&self, tasks: &[Task]) -> (Vec<Measuring>, Pending) {
+        let mut measuring = Vec::new();
+        let mut pending = BTreeMap::new();
+        for task in tasks {
+            if self.truth.tasks.contains_key(&task.task_id) {
+                continue;
+            }
+            let (result, rx) = watch::channel(None);
+            pending.insert(task.task_id.clone(), rx);
+            measuring.push(Measuring {
+                job: self.reference_job(task),
+                result,
+            });
+        }
+        (measuring, pending)
+    }
+
     /// Starts the reference run of every task in `tasks` not known yet. Each result arrives
-    /// on `done` (to be recorded) and on the task's watch (for the samples waiting on it).
+    /// on `done` (to be recorded) and on the task's watch.
     pub(crate) fn spawn_missing(
         &self,
         engine: &Engine,
         environment: &Environment,
         tasks: &[Task],
         done: &mpsc::UnboundedSender<Finished>,
-    ) -> BTreeMap<String, watch::Receiver<Option<ReferenceResult>>> {
-        let mut pending = BTreeMap::new();
-        for task in tasks {
-            if self.truth.tasks.contains_key(&task.task_id) {
-                continue;
-            }
-            let (tx, rx) = watch::channel(None);
-            pending.insert(task.task_id.clone(), rx);
-            let job = self.reference_job(task);
+    ) -> Pending {
+        let (measuring, pending) = self.missing(tasks);
+        for measuring in measuring {
             let (engine, environment, done) = (engine.clone(), environment.clone(), done.clone());
             tokio::spawn(async move {
-                let result = judge(&engine, &environment, job).await;
-                let _ = tx.send(Some(ReferenceResult::of(&result)));
-                let _ = done.send(Finished::Reference(result));
+                done.send(measuring.run(&engine, &environment).await).ok();
             });
         }
         pending
+    }
+}
+
+/// Reference runs under way, by task: each one's result shows on its watch when it ends (or
+/// the watch closes with none, if its job died).
+pub(crate) type Pending = BTreeMap<String, watch::Receiver<Option<ReferenceResult>>>;
+
+/// A reference run to make: its job, and where its result goes.
+pub(crate) struct Measuring {
+    pub job: Job,
+    result: watch::Sender<Option<ReferenceResult>>,
+}
+
+impl Measuring {
+    /// Runs it: the result goes to whoever waits on the task, and the record comes back to
+    /// be kept.
+    pub(crate) async fn run(self, engine: &Engine, environment: &Environment) -> Finished {
+        let record = judge(engine, environment, self.job).await;
+        let _ = self.result.send(Some(ReferenceResult::of(&record)));
+        Finished::Reference(record)
     }
 }
 

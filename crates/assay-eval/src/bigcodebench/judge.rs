@@ -3,11 +3,16 @@
 use std::collections::BTreeMap;
 
 use assay_records::{
-    InfraCause, IsolationLevel, ReferenceResult, SampleRecord, Status, TestBudget, TimePolicy,
-    RECORD_OUTPUT_BYTES,
+    InfraCause, IsolationLevel, ReferenceResult, RunEvent, SampleRecord, Status, TestBudget,
+    TimePolicy, RECORD_OUTPUT_BYTES,
 };
-use assay_sandbox::{Engine, Limits, UnittestJob};
+use std::time::Duration;
+
+use assay_sandbox::{
+    Engine, LaterLimits, Limits, Start, TimeLimits, UnittestJob, UnittestOutcome, Unsettled,
+};
 use assay_tasks::bigcodebench::Task;
+use tokio::sync::watch;
 
 use super::options::Options;
 
@@ -20,8 +25,26 @@ pub fn digest(program: &str) -> String {
 
 /// What a spawned job reports back.
 pub(crate) enum Finished {
+    /// A job started: which task's, whether its reference run, and how long it is expected
+    /// to take (0: not known).
+    Started {
+        task_id: String,
+        reference: bool,
+        expected: f64,
+    },
     Sample(SampleRecord),
     Reference(SampleRecord),
+}
+
+impl Finished {
+    /// The event a job's start is, for the listener.
+    pub(crate) fn started_event(task_id: String, reference: bool, expected: f64) -> RunEvent {
+        RunEvent::JobStarted {
+            task_id,
+            reference,
+            expected_seconds: (expected > 0.0).then_some(expected),
+        }
+    }
 }
 
 /// One program to judge against its task's tests.
@@ -39,6 +62,11 @@ pub(crate) struct Job {
     pub gamed_as_official: bool,
     /// Why the answer is empty, when the model gave none: said first in the verdict's reason.
     pub note: Option<String>,
+    /// Time limits still to come (see [`Job::limit_later`]).
+    pub later: Option<LaterLimits>,
+    /// How long it is expected to take (the engine starts the longest first), and whom to
+    /// tell when it starts.
+    pub start: Start,
 }
 
 impl Job {
@@ -63,6 +91,8 @@ impl Job {
             guards: options.guards,
             gamed_as_official: options.gamed_as_official,
             note: None,
+            later: None,
+            start: Start::default(),
         }
     }
 
@@ -72,52 +102,147 @@ impl Job {
         self.limits.cpu = None;
         self.test_budgets = time.test_budgets(measured);
     }
+
+    /// Sets the job's limits for a reference still running, whose result comes on
+    /// `reference`: the job starts at once under the widest limits `time` could give it, and
+    /// takes the reference's as soon as it ends (see `assay_sandbox::TimeLimits`). No more
+    /// than `max_wall`, whatever the budget.
+    pub(crate) fn limit_later(
+        &mut self,
+        time: &TimePolicy,
+        mut reference: watch::Receiver<Option<ReferenceResult>>,
+        max_wall: Duration,
+    ) {
+        self.limit(time, None);
+        self.limits.wall = self.limits.wall.min(max_wall);
+        if !time.follows_reference() {
+            return;
+        }
+        let (limits, later) = watch::channel(None);
+        let time = time.clone();
+        tokio::spawn(async move {
+            // A reference job that died without a result leaves the limits the job has.
+            let Ok(measured) = reference.wait_for(Option::is_some).await else {
+                return;
+            };
+            let measured = measured.clone();
+            let _ = limits.send(Some(TimeLimits {
+                wall: time.limit(measured.as_ref()).min(max_wall),
+                test_budgets: time.test_budgets(measured.as_ref()),
+            }));
+        });
+        self.later = Some(later);
+    }
+
+    /// The sandbox's job, and what its record says besides the outcome.
+    fn split(self) -> (UnittestJob, Label) {
+        let mut unittest = UnittestJob::new(self.program, self.test);
+        unittest.limits = Some(self.limits);
+        unittest.test_budgets = self.test_budgets;
+        unittest.later_limits = self.later;
+        unittest.start = self.start;
+        unittest.guards = self.guards;
+        let label = Label {
+            index: self.index,
+            task_id: self.task_id,
+            digest: self.digest,
+            gamed_as_official: self.gamed_as_official,
+            note: self.note,
+        };
+        (unittest, label)
+    }
+}
+
+/// What a job's record says besides its outcome.
+pub(crate) struct Label {
+    index: usize,
+    task_id: String,
+    digest: String,
+    gamed_as_official: bool,
+    note: Option<String>,
+}
+
+/// A job whose process is gone: its record, or, if it ended before its time limits arrived,
+/// what waits for them.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per job, handed over at once, never kept in bulk"
+)]
+pub(crate) enum Provisional {
+    Record(SampleRecord),
+    Unsettled(Box<Unsettled>, Label),
 }
 
 /// Runs one job and turns its outcome into a record.
 pub(crate) async fn judge(engine: &Engine, environment: &Environment, job: Job) -> SampleRecord {
-    let mut unittest = UnittestJob::new(job.program, job.test);
-    unittest.limits = Some(job.limits);
-    unittest.test_budgets = job.test_budgets;
-    unittest.guards = job.guards;
-    let mut outcome = engine.run_unittest(unittest).await;
-    if job.gamed_as_official {
-        as_official(&mut outcome);
+    let (unittest, label) = job.split();
+    label.record(engine.run_unittest(unittest).await, environment)
+}
+
+/// Runs one job like [`judge`], but returns as soon as its process is gone (see
+/// `Engine::run_unittest_provisional`).
+pub(crate) async fn judge_provisional(
+    engine: &Engine,
+    environment: &Environment,
+    job: Job,
+) -> Provisional {
+    let (unittest, label) = job.split();
+    match engine.run_unittest_provisional(unittest).await {
+        assay_sandbox::Provisional::Final(outcome) => {
+            Provisional::Record(label.record(outcome, environment))
+        }
+        assay_sandbox::Provisional::AwaitingLimits(unsettled) => {
+            Provisional::Unsettled(unsettled, label)
+        }
     }
-    let infra = infra_cause(&outcome, environment);
-    SampleRecord {
-        index: job.index,
-        task_id: job.task_id,
-        program_digest: job.digest,
-        status: if infra.is_some() {
-            Status::Infra
-        } else {
-            outcome.status
-        },
-        reason: {
-            let reason = infra
-                .as_ref()
-                .map_or_else(|| outcome.reason.clone(), |c| c.to_string());
-            match job.note {
-                Some(note) => format!("{note}; {reason}"),
-                None => reason,
-            }
-        },
-        official: if infra.is_some() {
-            None
-        } else {
-            official(&outcome)
-        },
-        infra,
-        tests: outcome.tests,
-        integrity: outcome.integrity,
-        wall_seconds: outcome.usage.wall.as_secs_f64(),
-        cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
-        memory_peak_bytes: outcome.usage.memory_peak_bytes,
-        processes_peak: outcome.usage.processes_peak,
-        isolation: outcome.isolation,
-        stdout: outcome.stdout.capped(RECORD_OUTPUT_BYTES),
-        stderr: outcome.stderr.capped(RECORD_OUTPUT_BYTES),
+}
+
+impl Label {
+    /// The record of the job's `outcome`.
+    pub(crate) fn record(
+        self,
+        mut outcome: UnittestOutcome,
+        environment: &Environment,
+    ) -> SampleRecord {
+        let job = self;
+        if job.gamed_as_official {
+            as_official(&mut outcome);
+        }
+        let infra = infra_cause(&outcome, environment);
+        SampleRecord {
+            index: job.index,
+            task_id: job.task_id,
+            program_digest: job.digest,
+            status: if infra.is_some() {
+                Status::Infra
+            } else {
+                outcome.status
+            },
+            reason: {
+                let reason = infra
+                    .as_ref()
+                    .map_or_else(|| outcome.reason.clone(), |c| c.to_string());
+                match job.note {
+                    Some(note) => format!("{note}; {reason}"),
+                    None => reason,
+                }
+            },
+            official: if infra.is_some() {
+                None
+            } else {
+                official(&outcome)
+            },
+            infra,
+            tests: outcome.tests,
+            integrity: outcome.integrity,
+            wall_seconds: outcome.usage.wall.as_secs_f64(),
+            cpu_seconds: outcome.usage.cpu.map(|d| d.as_secs_f64()),
+            memory_peak_bytes: outcome.usage.memory_peak_bytes,
+            processes_peak: outcome.usage.processes_peak,
+            isolation: outcome.isolation,
+            stdout: outcome.stdout.capped(RECORD_OUTPUT_BYTES),
+            stderr: outcome.stderr.capped(RECORD_OUTPUT_BYTES),
+        }
     }
 }
 

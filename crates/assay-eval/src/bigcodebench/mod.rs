@@ -10,6 +10,7 @@ pub mod options;
 mod queue;
 pub mod sample_times;
 pub mod samples;
+mod slow_tasks;
 pub mod summary;
 pub mod verdict;
 pub mod verifier;

@@ -1,19 +1,23 @@
-//! The samples waiting for the sandbox. Each waits for its task's reference run (whose time
-//! sets its limit), then joins a queue served longest first, handed to the engine no more than
-//! it runs at once: whenever answers wait for the sandbox, the slowest tasks start first
-//! instead of ending the run alone, and otherwise every answer starts the moment it arrives.
-//! (Answers that arrive together, a samples file's, come slowest first already: the engine
-//! takes the first ones before the rest arrive.)
+//! The work for the sandbox: the samples, and the reference runs that set their budgets, each
+//! handed to the engine the moment it is known, with how long it is expected to take: the
+//! engine starts the longest first whenever work waits for it, so that the slowest tasks do
+//! not end the run alone, and otherwise everything starts as it arrives.
+//!
+//! No sample waits for its task's reference: one whose reference is still running starts
+//! under the widest limits the time policy could give it, and takes the reference's as soon
+//! as it ends (see `assay_sandbox::TimeLimits`), so that a first run's slowest task runs its
+//! reference and its samples side by side rather than one after the other. A sample that ends
+//! before its reference has its verdict settled when the reference does.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::time::Duration;
 
 use assay_records::{ReferenceResult, TimePolicy};
-use assay_sandbox::Engine;
+use assay_sandbox::{Engine, Start};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, watch};
 
-use super::judge::{judge, Finished, Job};
+use super::ground_truth::Measuring;
+use super::judge::{judge_provisional, Finished, Job, Provisional};
 use super::sample_times::SampleTimes;
 use super::verdict::Environment;
 
@@ -25,53 +29,68 @@ pub(crate) enum Reference {
     Pending(watch::Receiver<Option<ReferenceResult>>),
 }
 
-impl Reference {
-    async fn measured(self) -> Option<ReferenceResult> {
-        match self {
-            Reference::Known(known) => known,
-            // A reference job that died without a result leaves the default limit.
-            Reference::Pending(mut rx) => rx.wait_for(Option::is_some).await.ok()?.clone(),
-        }
-    }
-}
-
-/// A sample's job, waiting for its reference.
+/// A sample's job, and its task's reference.
 pub(crate) struct Queued {
     pub job: Job,
     pub reference: Reference,
 }
 
-/// A job ready to run, and how long it is expected to take.
-struct Ready {
-    expected: f64,
-    /// Arrival order: equal expectations run first come, first served.
-    order: u64,
-    job: Job,
+/// Work for the sandbox.
+enum Work {
+    Sample(Job),
+    Reference(Measuring),
 }
 
-impl Ord for Ready {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.expected
-            .total_cmp(&other.expected)
-            .then(other.order.cmp(&self.order))
+impl Work {
+    fn job(&mut self) -> &mut Job {
+        match self {
+            Work::Sample(job) => job,
+            Work::Reference(measuring) => &mut measuring.job,
+        }
     }
 }
 
-impl PartialOrd for Ready {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+/// What a piece of work came to when its process ended.
+enum Ran {
+    Sample(Provisional),
+    Reference(Finished),
+}
+
+/// Work handed to the engine.
+struct Handing {
+    engine: Engine,
+    environment: Environment,
+    /// Where jobs say they started.
+    starts: mpsc::UnboundedSender<u64>,
+    /// Each job's task, kind and expected time, by the id its start is told with.
+    jobs: Vec<(String, bool, f64)>,
+}
+
+impl Handing {
+    /// `work`, expected to take `expected` seconds, to run.
+    fn hand(&mut self, mut work: Work, expected: f64) -> impl std::future::Future<Output = Ran> {
+        let reference = matches!(work, Work::Reference(_));
+        let job = work.job();
+        job.start = Start {
+            expected_seconds: expected,
+            signal: Some((self.starts.clone(), self.jobs.len() as u64)),
+        };
+        self.jobs.push((job.task_id.clone(), reference, expected));
+        let (engine, environment) = (self.engine.clone(), self.environment.clone());
+        async move {
+            match work {
+                Work::Sample(job) => {
+                    Ran::Sample(judge_provisional(&engine, &environment, job).await)
+                }
+                Work::Reference(measuring) => {
+                    Ran::Reference(measuring.run(&engine, &environment).await)
+                }
+            }
+        }
     }
 }
 
-impl PartialEq for Ready {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Ready {}
-
-/// How the queue runs its jobs.
+/// How the queue runs its work.
 pub(crate) struct Queue {
     pub engine: Engine,
     pub environment: Environment,
@@ -81,11 +100,12 @@ pub(crate) struct Queue {
 }
 
 impl Queue {
-    /// Runs every job `queued` brings, sending each record to `done`, until `queued` closes
-    /// and the last job has ended. Meant for a task of its own: the jobs are polled here,
-    /// never held up by whoever writes their records.
+    /// Runs `references` and every sample `queued` brings, sending each record to `done` (and
+    /// each job's start), until `queued` closes and the last job has ended. Meant for a task
+    /// of its own: the jobs are polled here, never held up by whoever writes their records.
     pub(crate) async fn serve(
         self,
+        references: Vec<Measuring>,
         mut queued: mpsc::UnboundedReceiver<Queued>,
         done: mpsc::UnboundedSender<Finished>,
     ) {
@@ -95,42 +115,70 @@ impl Queue {
             time,
             times,
         } = self;
-        let at_once = engine.max_running();
-        let mut waiting = FuturesUnordered::new();
-        let mut ready = BinaryHeap::new();
+        let (starts, mut started) = mpsc::unbounded_channel();
+        let mut handing = Handing {
+            engine: engine.clone(),
+            environment: environment.clone(),
+            starts,
+            jobs: Vec::new(),
+        };
         let mut running = FuturesUnordered::new();
+        for measuring in references {
+            let expected = times.expected(&measuring.job.task_id, None);
+            running.push(handing.hand(Work::Reference(measuring), expected));
+        }
+        // Samples that ended before their reference: their verdicts wait for it, holding
+        // nothing of the engine.
+        let mut settling = FuturesUnordered::new();
         let mut open = true;
-        let mut arrived = 0u64;
         loop {
-            while running.len() < at_once {
-                let Some(Ready { job, .. }) = ready.pop() else {
-                    break;
-                };
-                running.push(judge(&engine, &environment, job));
-            }
-            if !open && waiting.is_empty() && ready.is_empty() && running.is_empty() {
+            if !open && running.is_empty() && settling.is_empty() {
                 return;
             }
-            tokio::select! {
-                next = queued.recv(), if open => match next {
-                    Some(Queued { job, reference }) => {
-                        arrived += 1;
-                        let order = arrived;
-                        waiting.push(async move { (job, order, reference.measured().await) });
+            // Biased, starts first: a job's start is told before its record.
+            let finished = tokio::select! {
+                biased;
+                Some(id) = started.recv() => {
+                    let (task_id, reference, expected) = handing.jobs[id as usize].clone();
+                    Finished::Started { task_id, reference, expected }
+                }
+                next = queued.recv(), if open => {
+                    match next {
+                        Some(Queued { mut job, reference }) => {
+                            let expected = match reference {
+                                Reference::Known(measured) => {
+                                    job.limit(&time, measured.as_ref());
+                                    times.expected(&job.task_id, measured.map(|r| r.seconds))
+                                }
+                                Reference::Pending(rx) => {
+                                    job.limit_later(&time, rx, Duration::MAX);
+                                    times.expected(&job.task_id, None)
+                                }
+                            };
+                            running.push(handing.hand(Work::Sample(job), expected));
+                        }
+                        None => open = false,
                     }
-                    None => open = false,
+                    continue;
+                }
+                Some(ran) = running.next(), if !running.is_empty() => match ran {
+                    Ran::Reference(finished) => finished,
+                    Ran::Sample(Provisional::Record(record)) => Finished::Sample(record),
+                    Ran::Sample(Provisional::Unsettled(unsettled, label)) => {
+                        let environment = environment.clone();
+                        settling.push(async move {
+                            label.record(unsettled.settle().await, &environment)
+                        });
+                        continue;
+                    }
                 },
-                Some((mut job, order, measured)) = waiting.next(), if !waiting.is_empty() => {
-                    job.limit(&time, measured.as_ref());
-                    let expected = times.expected(&job.task_id, measured.map(|r| r.seconds));
-                    ready.push(Ready { expected, order, job });
+                Some(record) = settling.next(), if !settling.is_empty() => {
+                    Finished::Sample(record)
                 }
-                Some(record) = running.next(), if !running.is_empty() => {
-                    // Nobody left to keep verdicts (the judging stopped): start nothing more.
-                    if done.send(Finished::Sample(record)).is_err() {
-                        return;
-                    }
-                }
+            };
+            // Nobody left to keep verdicts (the judging stopped): start nothing more.
+            if done.send(finished).is_err() {
+                return;
             }
         }
     }

@@ -21,6 +21,8 @@ use std::path::Path;
 use assay_records::{SampleRecord, Status};
 use serde::{Deserialize, Serialize};
 
+use super::slow_tasks;
+
 /// The file, in the reference results' directory.
 pub const FILE: &str = "sample_times.json";
 
@@ -45,10 +47,12 @@ impl SampleTimes {
         }
     }
 
-    /// How long a sample of `task_id` is expected to take, given its reference's time.
+    /// How long a sample of `task_id` is expected to take, given its reference's time (none:
+    /// not measured here yet, so the time it took when assay was built, if it is a slow one).
     pub fn expected(&self, task_id: &str, reference_seconds: Option<f64>) -> f64 {
         let seen = self.tasks.get(task_id).copied().unwrap_or(0.0);
-        seen.max(reference_seconds.unwrap_or(0.0))
+        let reference = reference_seconds.or_else(|| slow_tasks::reference_seconds(task_id));
+        seen.max(reference.unwrap_or(0.0))
     }
 
     /// Takes the times of an evaluation's records: a task's sample slower than any seen
@@ -90,9 +94,12 @@ mod tests {
         // A slow sample beats a quick reference; a slow reference beats a quick sample.
         assert_eq!(times.expected("T/1", Some(0.3)), 30.0);
         assert_eq!(times.expected("T/2", Some(60.0)), 60.0);
-        // `infra` says nothing; an unknown task has its reference's time, or nothing.
+        // `infra` says nothing; an unknown task has its reference's time, or the one it had
+        // when assay was built, or nothing.
         assert_eq!(times.expected("T/3", Some(1.0)), 1.0);
         assert_eq!(times.expected("T/4", None), 0.0);
+        assert_eq!(times.expected("BigCodeBench/461", Some(0.5)), 0.5);
+        assert!(times.expected("BigCodeBench/461", None) > 100.0);
         // A later run's quicker sample changes nothing; a slower one raises the time.
         times.learn(&[
             record("T/1", Status::Pass, 1.0),

@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use super::ground_truth::References;
 use super::judge::{digest, judge, Job};
 use super::options::Options;
+use super::queue::Reference;
 use super::samples::program;
 use super::verdict::Environment;
 use crate::error::EvalError;
@@ -168,72 +169,80 @@ impl Verifier {
         note: Option<String>,
     ) -> Result<Verification, VerifyError> {
         let loaded = self.loaded(version).await?;
-        let reference = self.reference(&loaded, task).await;
         let executed = program(solution, task, calibrated);
         let digest = digest(&executed);
         let mut job = Job::new(0, task, (executed, digest), &self.options);
         job.note = note;
-        job.limit(&self.options.time, reference.as_ref());
-        job.limits.wall = job.limits.wall.min(self.max_wall);
-        let time_limit = job.limits.wall;
+        let time = &self.options.time;
+        // The answer starts at once; a reference still running sets its limits when it ends.
+        let pending = match self.reference(&loaded, task) {
+            Reference::Known(known) => {
+                job.limit(time, known.as_ref());
+                job.limits.wall = job.limits.wall.min(self.max_wall);
+                Err(known)
+            }
+            Reference::Pending(rx) => {
+                job.limit_later(time, rx.clone(), self.max_wall);
+                Ok(rx)
+            }
+        };
         let record = judge(&self.engine, &loaded.environment, job).await;
+        // The verdict waited for the reference, which is known by now.
+        let reference = match pending {
+            Err(known) => known,
+            Ok(mut rx) => rx
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|r| r.clone()),
+        };
         Ok(Verification {
             record,
-            time_limit,
+            time_limit: time.limit(reference.as_ref()).min(self.max_wall),
             reference,
         })
     }
 
     /// The reference result of `task`: known, or being measured (by this call, or by an
-    /// earlier one whose answer it waits on with this one).
-    async fn reference(&self, loaded: &Arc<Loaded>, task: &Task) -> Option<ReferenceResult> {
-        let mut waiting = {
-            let references = loaded
-                .references
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if let Some(known) = references.truth.tasks.get(&task.task_id) {
-                return Some(known.clone());
-            }
-            let mut measuring = loaded
-                .measuring
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            match measuring.get(&task.task_id) {
-                Some(running) => running.clone(),
-                None => {
-                    let (tx, rx) = watch::channel(None);
-                    measuring.insert(task.task_id.clone(), rx.clone());
-                    let job = references.reference_job(task);
-                    let (engine, loaded) = (self.engine.clone(), loaded.clone());
-                    tokio::spawn(async move {
-                        let record = judge(&engine, &loaded.environment, job).await;
-                        let result = ReferenceResult::of(&record);
-                        {
-                            let mut references = loaded
-                                .references
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner);
-                            if let Err(e) = references.record(&record) {
-                                tracing::warn!(
-                                    "keeping the reference result of {}: {e}",
-                                    record.task_id
-                                );
-                            }
-                            loaded
-                                .measuring
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .remove(&record.task_id);
-                        }
-                        let _ = tx.send(Some(result));
-                    });
-                    rx
+    /// earlier one).
+    fn reference(&self, loaded: &Arc<Loaded>, task: &Task) -> Reference {
+        let references = loaded
+            .references
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = references.truth.tasks.get(&task.task_id) {
+            return Reference::Known(Some(known.clone()));
+        }
+        let mut measuring = loaded
+            .measuring
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(running) = measuring.get(&task.task_id) {
+            return Reference::Pending(running.clone());
+        }
+        let (tx, rx) = watch::channel(None);
+        measuring.insert(task.task_id.clone(), rx.clone());
+        let job = references.reference_job(task);
+        let (engine, loaded) = (self.engine.clone(), loaded.clone());
+        tokio::spawn(async move {
+            let record = judge(&engine, &loaded.environment, job).await;
+            let result = ReferenceResult::of(&record);
+            {
+                let mut references = loaded
+                    .references
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if let Err(e) = references.record(&record) {
+                    tracing::warn!("keeping the reference result of {}: {e}", record.task_id);
                 }
+                loaded
+                    .measuring
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&record.task_id);
             }
-        };
-        // A reference job that died without a result leaves the default limit.
-        let measured = waiting.wait_for(Option::is_some).await.ok()?.clone();
-        measured
+            let _ = tx.send(Some(result));
+        });
+        Reference::Pending(rx)
     }
 }

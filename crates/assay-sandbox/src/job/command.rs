@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::Start;
 use super::{encode_files, infra, InputFile};
 use crate::collect::{is_plain_name, is_plain_relative};
 use crate::config::Limits;
@@ -20,6 +21,7 @@ use crate::outcome::ScriptOutcome;
 use crate::protocol::job::{Control, Event, RelaySpec};
 use crate::sandbox::Workspace;
 use crate::seqpacket::SeqPacket;
+use crate::timing::Timing;
 use assay_records::Status;
 
 /// The relay socket's name in the workspace root, outside the working directory. The job
@@ -188,7 +190,16 @@ impl Engine {
             ))
         };
         let ran = inner
-            .run_job(Some(&job.workdir), &job.env, &limits, control, served, stop)
+            .run_job(
+                Some(&job.workdir),
+                &job.env,
+                &limits,
+                &mut Timing::fixed(limits.wall),
+                &Start::default(),
+                control,
+                served,
+                stop,
+            )
             .await;
         let ran = match ran {
             Ok(ran) => ran,

@@ -7,6 +7,7 @@ mod script;
 mod unittest;
 
 pub use command::{CommandJob, Connections};
+pub use unittest::{Provisional, Unsettled};
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::collect::{self, Budget};
@@ -25,6 +27,7 @@ use crate::meter::CpuMeter;
 use crate::outcome::{OutputFile, ScriptOutcome};
 use crate::protocol::job::{Control, Event, FileData, JobBase, Rlimits};
 use crate::sandbox::{Sandbox, Workspace};
+use crate::timing::{LaterLimits, Timing};
 use assay_records::IsolationLevel;
 use assay_records::{Status, TestBudget};
 
@@ -43,6 +46,15 @@ pub struct UnittestJob {
     pub test_budgets: BTreeMap<String, TestBudget>,
     /// `None`: the engine's default limits.
     pub limits: Option<Limits>,
+    /// How long the job is expected to take, in seconds (0, the default: unknown), and
+    /// whom to tell when it starts. Jobs waiting for the engine start longest expected
+    /// first, so that a caller handing over many at once has the slowest start first instead
+    /// of ending its run alone.
+    pub start: Start,
+    /// Time limits that come once the job has started (`None`: the ones above are final):
+    /// the job starts under the wall limit and budgets above, and these replace them when
+    /// they arrive, as if known from the start (see [`crate::TimeLimits`]).
+    pub later_limits: Option<LaterLimits>,
     /// Extra environment variables.
     pub env: BTreeMap<String, String>,
     /// The official harness's process guards (`os.kill` limited to the job's own children,
@@ -64,12 +76,24 @@ impl UnittestJob {
             test_class: "TestCases".into(),
             test_budgets: BTreeMap::new(),
             limits: None,
+            start: Start::default(),
+            later_limits: None,
             env: BTreeMap::new(),
             guards: true,
             files: Vec::new(),
             dirs: Vec::new(),
         }
     }
+}
+
+/// When a job starts: how long it is expected to take, and whom to tell once it has its
+/// slot.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    /// Seconds (0: unknown): jobs waiting start longest expected first.
+    pub expected_seconds: f64,
+    /// Sent `id` when the job starts (has its slot and its process).
+    pub signal: Option<(mpsc::UnboundedSender<u64>, u64)>,
 }
 
 /// A file placed in a job's working directory before it starts.
@@ -220,19 +244,26 @@ impl Inner {
         }
     }
 
-    /// Takes a slot and a ready job process, sends it the job `job` makes of its base and
-    /// workspace, and reads until `on_frame` says a frame is the one awaited, the job ends,
-    /// its time is up, or `stop` says why the caller wants it ended.
+    /// Takes a slot (in the order `start` says, and tells it) and a ready job process,
+    /// sends it the job `job` makes of its base and workspace, and reads until `on_frame`
+    /// says a frame is the one awaited, the job ends, its time (`timing`) is up, or `stop`
+    /// says why the caller wants it ended.
+    #[allow(clippy::too_many_arguments)]
     async fn run_job(
         &self,
         workdir: Option<&str>,
         env: &BTreeMap<String, String>,
         limits: &Limits,
+        timing: &mut Timing,
+        start: &Start,
         mut job: impl FnMut(JobBase, &Workspace) -> Result<Control, String>,
         on_frame: impl FnMut(&Event, &CpuMeter) -> Read,
         stop: impl Future<Output = String>,
     ) -> Result<Ran, String> {
-        let mut slot = self.slot().await;
+        let mut slot = self.slot(start.expected_seconds).await;
+        if let Some((tx, id)) = &start.signal {
+            let _ = tx.send(*id);
+        }
         // A ready process can die while it waits (the kernel's OOM killer picks job processes
         // first): if it can't take the job, the job hasn't started; try one fresh process.
         let mut attempts = 0;
@@ -255,7 +286,7 @@ impl Inner {
         };
         let mut streams = Streams::new(limits.output_bytes);
         let meter = sandbox.cpu_meter();
-        let run = run_until(&mut sandbox, &mut streams, started + limits.wall, on_frame);
+        let run = run_until(&mut sandbox, &mut streams, started, timing, on_frame);
         tracing::debug!("job started");
         let end = tokio::select! {
             end = run => end,

@@ -1,5 +1,6 @@
 //! A script job's end read into its verdict, and the files it left collected.
 
+use super::Start;
 use super::{encode_files, infra, ScriptJob};
 use crate::collect::{is_plain_name, is_plain_relative};
 use crate::config::Limits;
@@ -7,6 +8,7 @@ use crate::drive::{ending, Aftermath, End, Ending, Read};
 use crate::engine::Engine;
 use crate::outcome::{PyError, ScriptOutcome};
 use crate::protocol::job::{Control, Event};
+use crate::timing::Timing;
 use assay_records::Status;
 
 impl Engine {
@@ -44,6 +46,8 @@ impl Engine {
                 Some(&job.workdir),
                 &job.env,
                 &limits,
+                &mut Timing::fixed(limits.wall),
+                &Start::default(),
                 control,
                 |frame, _| {
                     Read::from(matches!(

@@ -1,23 +1,24 @@
 //! A unittest job's frames read into its verdict: which tests ran, how each ended, and whether
 //! the report can be believed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use super::{encode_files, infra, Ran, UnittestJob};
 use crate::collect::is_plain_relative;
 use crate::config::Limits;
 use crate::declared::declared_tests;
-use crate::drive::{ending, Aftermath, End, Ending, Read};
+use crate::drive::{ending, Aftermath, End, Ending, Read, Streams};
 use crate::engine::Engine;
 use crate::meter::CpuMeter;
 use crate::outcome::{PyError, UnittestOutcome, Usage};
 use crate::protocol::job::{Control, Ended, ErrorFrame, Event, Finding, Outcome, TestsDone};
+use crate::timing::{arrival, Timing};
 use assay_records::integrity;
 use assay_records::Captured;
 use assay_records::IsolationLevel;
 use assay_records::{IntegrityFinding, IntegrityKind};
-use assay_records::{Status, TestBudget, TestOutcome, TestResult};
+use assay_records::{Status, TestOutcome, TestResult};
 
 fn is_memory_error(traceback: &str) -> bool {
     traceback
@@ -43,8 +44,6 @@ struct TestLog {
     bodies_done: HashSet<String>,
     /// For tests whose body an exception ended: which, and from where.
     ended: HashMap<String, Ended>,
-    /// Budgets of single tests (see `UnittestJob::test_budgets`).
-    budgets: BTreeMap<String, TestBudget>,
     /// The job's CPU time when the test now running started.
     cpu_at_start: Option<Duration>,
 }
@@ -55,10 +54,7 @@ impl TestLog {
             Event::TestStart { name } => {
                 self.running = Some(name.clone());
                 self.cpu_at_start = meter.read();
-                match self.budgets.get(name) {
-                    Some(&budget) => Read::Start(name.clone(), budget, self.cpu_at_start),
-                    None => Read::Reset,
-                }
+                Read::Start(name.clone(), self.cpu_at_start)
             }
             Event::Loaded { tests } => {
                 self.loaded = Some(tests.clone());
@@ -227,6 +223,14 @@ impl TestLog {
             });
         }
         tests
+    }
+
+    /// Forgets test `name`'s report and every later one: the job was stopped in that test
+    /// (its budget, known only after it ended, says it would have been).
+    fn stopped_in(&mut self, name: &str) {
+        if let Some(at) = self.tests.iter().position(|t| t.name == name) {
+            self.tests.truncate(at);
+        }
     }
 
     /// Whether the tests the job loaded are not the ones its source declares: the class was
@@ -441,14 +445,106 @@ fn unittest_outcome(status: Status, reason: String) -> UnittestOutcome {
     }
 }
 
+/// A unittest job's run, as far as it is known when the job's process is gone.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per job, handed over at once, never kept in bulk"
+)]
+pub enum Provisional {
+    /// Its verdict.
+    Final(UnittestOutcome),
+    /// It ended before the time limits it waited for (`UnittestJob::later_limits`) arrived:
+    /// its verdict comes with them, from [`Unsettled::settle`].
+    AwaitingLimits(Box<Unsettled>),
+}
+
+/// A unittest job that ended before its time limits arrived. It holds no slot: its process is
+/// gone, and only the verdict waits.
+pub struct Unsettled {
+    gone: Gone,
+    timing: Timing,
+}
+
+impl Unsettled {
+    /// Waits for the limits (as long as whoever sends them takes), then gives the verdict the
+    /// job would have had under them from its start: a timeout if it ran past the new wall
+    /// limit or a test past its new budget, else the one it reached.
+    pub async fn settle(mut self: Box<Self>) -> UnittestOutcome {
+        let limits = match self.timing.later() {
+            Some(later) => arrival(later).await,
+            None => None,
+        };
+        let wall = self.gone.wall;
+        if let Some(cut) = self.timing.arrived(limits, wall, &mut None) {
+            self.gone.run.end = cut.into();
+        }
+        self.gone.outcome(&self.timing)
+    }
+}
+
+/// What a unittest job's verdict is made of once its process is gone.
+struct Gone {
+    run: UnittestRun,
+    wall: Duration,
+    streams: Streams,
+    usage: Usage,
+    isolation: IsolationLevel,
+}
+
+impl Gone {
+    /// The verdict, under the limits `timing` holds at the end.
+    fn outcome(self, timing: &Timing) -> UnittestOutcome {
+        let Gone {
+            mut run,
+            mut streams,
+            usage,
+            isolation,
+            ..
+        } = self;
+        // The limits in force at the end name the wall limit a timeout reached, and the test
+        // late limits stopped the job in reported after it would have ended.
+        run.limits.wall = timing.wall;
+        if let Some(test) = timing.cut_in() {
+            run.progress.stopped_in(test);
+        }
+        let reported = matches!(&run.end, End::Final(frame) if UnittestReport::of(frame).is_some());
+        let (status, reason, tests, parts) = run.verdict();
+        UnittestOutcome {
+            status,
+            reason,
+            tests,
+            failures: parts.failures,
+            errors: parts.errors,
+            error: parts.error,
+            integrity: parts.integrity,
+            reported,
+            stdout: streams.out.take(),
+            stderr: streams.err.take(),
+            usage,
+            isolation,
+        }
+    }
+}
+
 impl Engine {
     /// Runs `job.code` and `job.test` together in one fresh module and its test class with
-    /// `unittest`, as BigCodeBench's official evaluator does, and returns the verdict.
+    /// `unittest`, as BigCodeBench's official evaluator does, and returns the verdict (once
+    /// its time limits are known, if they come later: see `UnittestJob::later_limits`).
     pub async fn run_unittest(&self, job: UnittestJob) -> UnittestOutcome {
+        match self.run_unittest_provisional(job).await {
+            Provisional::Final(outcome) => outcome,
+            Provisional::AwaitingLimits(unsettled) => unsettled.settle().await,
+        }
+    }
+
+    /// Runs a unittest job like [`Engine::run_unittest`], but returns as soon as its process
+    /// is gone: a job whose time limits are still to come is handed back unsettled, so that
+    /// whoever counts running jobs can start another while it waits for them.
+    pub async fn run_unittest_provisional(&self, job: UnittestJob) -> Provisional {
         let paths = job.files.iter().map(|f| &f.path).chain(&job.dirs);
         if let Some(bad) = paths.into_iter().find(|p| !is_plain_relative(p)) {
             let reason = format!("invalid job: input path {bad:?} must be relative and plain");
-            return infra(reason, unittest_outcome);
+            return Provisional::Final(infra(reason, unittest_outcome));
         }
         let inner = &self.inner;
         let limits = job.limits.unwrap_or_else(|| inner.config.limits.clone());
@@ -466,14 +562,16 @@ impl Engine {
         };
         let mut progress = TestLog {
             declared: declared_tests(&job.test, &job.test_class),
-            budgets: job.test_budgets,
             ..TestLog::default()
         };
+        let mut timing = Timing::new(limits.wall, job.test_budgets, job.later_limits);
         let ran = inner
             .run_job(
                 None,
                 &job.env,
                 &limits,
+                &mut timing,
+                &job.start,
                 control,
                 |frame, meter| progress.observe(frame, meter),
                 std::future::pending(),
@@ -483,37 +581,31 @@ impl Engine {
             end,
             started,
             aftermath,
-            mut streams,
+            streams,
             wall,
             isolation,
             ..
         } = match ran {
             Ok(ran) => ran,
-            Err(e) => return infra(e, unittest_outcome),
+            Err(e) => return Provisional::Final(infra(e, unittest_outcome)),
         };
-        let usage = aftermath.usage(wall);
-        let reported = matches!(&end, End::Final(frame) if UnittestReport::of(frame).is_some());
-        let run = UnittestRun {
-            progress,
-            end,
-            aftermath,
-            limits,
-            started,
-        };
-        let (status, reason, tests, parts) = run.verdict();
-        UnittestOutcome {
-            status,
-            reason,
-            tests,
-            failures: parts.failures,
-            errors: parts.errors,
-            error: parts.error,
-            integrity: parts.integrity,
-            reported,
-            stdout: streams.out.take(),
-            stderr: streams.err.take(),
-            usage,
+        let gone = Gone {
+            usage: aftermath.usage(wall),
+            run: UnittestRun {
+                progress,
+                end,
+                aftermath,
+                limits,
+                started,
+            },
+            wall,
+            streams,
             isolation,
+        };
+        if timing.pending() {
+            Provisional::AwaitingLimits(Box::new(Unsettled { gone, timing }))
+        } else {
+            Provisional::Final(gone.outcome(&timing))
         }
     }
 }
