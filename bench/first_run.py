@@ -8,9 +8,7 @@ slowest task's reference, or its sample, which runs the same code) nor than all 
 time spread over --jobs. The target is a wall within 1.15x of the larger of the two.
 
 The cache is made cold without touching the user's: a fresh ASSAY_CACHE_DIR under
-target/bench-first-run/ whose `envs`, `runtime` and `tools` are symbolic links to the real
-cache's (so nothing is installed again), and whose `ground-truth` starts empty. The sandbox
-refuses Python environments under /tmp, so the scratch stays in the checkout's target/.
+target/bench-first-run/ sharing the real cache's environments (bench/cold_cache.py).
 
     python3 bench/first_run.py [--assay target/release/assay] [--jobs 2] [--runs 1]
         [--json out.json] [-- extra assay run arguments]
@@ -30,30 +28,10 @@ import subprocess
 import sys
 import time
 
+from cold_cache import cold_cache
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGET_RATIO = 1.15
-
-
-def real_cache() -> pathlib.Path:
-    if os.environ.get("ASSAY_CACHE_DIR"):
-        return pathlib.Path(os.environ["ASSAY_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = pathlib.Path(xdg) if xdg and os.path.isabs(xdg) else pathlib.Path.home() / ".cache"
-    return base / "assay"
-
-
-def cold_cache(scratch: pathlib.Path) -> pathlib.Path:
-    """A cache sharing the real one's environments, with no reference results."""
-    cache = scratch / "cache"
-    shutil.rmtree(cache, ignore_errors=True)
-    cache.mkdir(parents=True)
-    real = real_cache()
-    for part in ("envs", "runtime", "tools"):
-        if (real / part).exists():
-            (cache / part).symlink_to(real / part)
-    if not (real / "envs").exists():
-        sys.exit(f"no environments under {real}/envs: run `assay env setup` first")
-    return cache
 
 
 def records(path: pathlib.Path) -> list:
@@ -62,7 +40,7 @@ def records(path: pathlib.Path) -> list:
 
 
 def one_run(args, scratch: pathlib.Path, number: int) -> dict:
-    cache = cold_cache(scratch)
+    cache = cold_cache(scratch / "cache")
     out = scratch / f"run-{number}"
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, ASSAY_CACHE_DIR=str(cache))

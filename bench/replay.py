@@ -14,6 +14,11 @@ answers, and evaluates them. Printed, per official-run file:
 
 Arguments after `--` go to `assay run` (for example `--jobs 2`).
 
+`--cold-references` gives each file's run a cache with no reference results (its own, under
+--out, sharing the real cache's environments: bench/cold_cache.py), so that every sample starts
+before its task's reference has been measured and takes its budgets when it ends: the verdicts
+must be those of a run whose references were known first.
+
 `--thinking MODE` answers the way a thinking model does, around the same recorded answers:
 `text` (a draft program inside `<think>...</think>` before the answer), `opened` (the same with
 only the closing tag: the chat template opened it), `field` (the draft in `reasoning_content`,
@@ -25,6 +30,7 @@ reason `length`: no answer). It prints how many sanitized solutions equal the of
 import argparse
 import gzip
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -33,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import parity
+from cold_cache import cold_cache
 
 DATASET = parity.OFFICIAL.parent / f"BigCodeBench-{parity.VERSION}.jsonl.gz"
 
@@ -123,6 +130,8 @@ def main():
     parser.add_argument("--out", default="replay-runs", help="where the run directories go")
     parser.add_argument("--thinking", default="none", choices=["none", "text", "opened", "field", "cut"],
                         help="answer as a thinking model does (see above)")
+    parser.add_argument("--cold-references", action="store_true",
+                        help="each file's run on a cache with no reference results (see above)")
     parser.add_argument("run_args", nargs="*", help="after --: passed to assay run")
     args = parser.parse_args()
     all_tasks = tasks()
@@ -141,7 +150,11 @@ def main():
         command = [args.assay, "run", "bigcodebench-hard", "--version", parity.VERSION, "--split", split,
                    "--model", f"openai:{model}", "--base-url", f"http://127.0.0.1:{server.server_port}/v1",
                    "--out", str(run_dir), "--json", *args.run_args]
-        done = subprocess.run(command, stdout=subprocess.DEVNULL)
+        env = dict(os.environ)
+        if args.cold_references:
+            cache = cold_cache(Path(args.out).resolve() / f"{name}.cache")
+            env["ASSAY_CACHE_DIR"] = str(cache)
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, env=env)
         server.shutdown()
         if done.returncode != 0:
             sys.exit(f"assay run failed on {name} (exit {done.returncode})")

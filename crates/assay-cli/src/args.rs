@@ -245,6 +245,11 @@ pub struct EngineArgs {
     /// equal to --jobs: no lending).
     #[arg(long)]
     pub max_jobs: Option<usize>,
+    /// Worker processes that fork the jobs (default: one per 8 --jobs). Each forks one job at
+    /// a time, about 60 a second, from an interpreter holding the preloaded libraries, and
+    /// holds its own copy of them in memory.
+    #[arg(long)]
+    pub workers: Option<usize>,
     /// Give evaluated code the host's network (off: a private network with loopback only).
     #[arg(long)]
     pub allow_network: bool,
@@ -525,6 +530,7 @@ impl EngineArgs {
             },
             jobs: self.jobs,
             max_jobs: self.max_jobs,
+            workers: self.workers,
             network: self.allow_network,
             conditions: Conditions {
                 listing: match self.listing_order {

@@ -18,6 +18,8 @@ pub struct EngineSettings {
     pub jobs: Option<usize>,
     /// Jobs at once at most, counting those that lent their slot.
     pub max_jobs: Option<usize>,
+    /// Worker processes forking the jobs (default: one per `SLOTS_PER_WORKER` slots).
+    pub workers: Option<usize>,
     /// Give evaluated code the host's network.
     pub network: bool,
     /// The listing order and seeds every job runs under.
@@ -51,6 +53,14 @@ pub async fn start(
             )));
         }
         config.max_running = max;
+    }
+    if let Some(workers) = settings.workers {
+        if workers == 0 {
+            return Err(PipelineError::Invalid(
+                "--workers must be at least 1".into(),
+            ));
+        }
+        config.workers = workers;
     }
     config.network = settings.network;
     config.extra_readonly = settings.visible.clone();

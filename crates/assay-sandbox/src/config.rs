@@ -110,6 +110,12 @@ pub struct EngineConfig {
     /// Job processes kept forked and confined ahead of demand, so that fork and setup cost
     /// stays off a job's critical path. Default: `concurrency`.
     pub prefork: usize,
+    /// Worker processes forking job processes, each from an interpreter holding the
+    /// preloaded libraries, one fork at a time (about 15 ms each at BigCodeBench's preload):
+    /// each worker starts at most some 60 jobs a second, so many cores need several. Each
+    /// costs its own copy of the preloaded libraries in memory. Default: one per
+    /// [`SLOTS_PER_WORKER`] slots.
+    pub workers: usize,
     /// Default limits of jobs that don't bring their own.
     pub limits: Limits,
     /// Size of each job's private workspace (its `/tmp`), a tmpfs counted against its memory.
@@ -146,6 +152,11 @@ pub struct EngineConfig {
 /// instead of 173 s on 2 slots, the longest task's own 155 s being the bound.
 pub const RUNNING_PER_SLOT: usize = 8;
 
+/// CPU slots per worker process by default. BigCodeBench's jobs compute for about half a
+/// second on average, so a slot starts about two a second, and eight slots keep one worker's
+/// forking a quarter busy at most.
+pub const SLOTS_PER_WORKER: usize = 8;
+
 impl EngineConfig {
     /// A configuration with defaults for everything but the interpreter.
     pub fn new(python: impl Into<PathBuf>) -> Self {
@@ -164,6 +175,7 @@ impl EngineConfig {
             concurrency: 0,
             max_running: 0,
             prefork: 0,
+            workers: 1,
             limits: Limits::default(),
             workspace_mib: 1024,
             shm_mib: 256,
@@ -178,10 +190,12 @@ impl EngineConfig {
         config
     }
 
-    /// `jobs` CPU slots, with the running bound and the prefork pool that go with them.
+    /// `jobs` CPU slots, with the running bound, the prefork pool and the workers that go
+    /// with them.
     pub fn set_concurrency(&mut self, jobs: usize) {
         self.concurrency = jobs;
         self.max_running = RUNNING_PER_SLOT * jobs;
         self.prefork = jobs;
+        self.workers = jobs.div_ceil(SLOTS_PER_WORKER).max(1);
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use assay_pyenv::child_env::{self, Inherit};
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 
 use crate::cgroup::Cgroups;
 use crate::config::{EngineConfig, IsolationMode};
@@ -40,9 +41,11 @@ pub struct Engine {
 pub(crate) struct Inner {
     pub config: EngineConfig,
     params: WorkerParams,
-    worker: tokio::sync::Mutex<Option<Arc<Worker>>>,
+    /// The worker processes, each restarted if it dies; jobs go to them in turn.
+    workers: Vec<tokio::sync::Mutex<Option<Arc<Worker>>>>,
+    /// The next worker's turn.
+    turn: AtomicUsize,
     ready: Mutex<VecDeque<Sandbox>>,
-    refilling: AtomicUsize,
     refill: Arc<Notify>,
     slots: Slots,
     ids: AtomicU64,
@@ -277,9 +280,13 @@ impl Engine {
                 preload: worker.ready.preload.clone(),
                 python_version: worker.ready.python.clone(),
                 params,
-                worker: tokio::sync::Mutex::new(Some(worker)),
+                workers: std::iter::once(Some(worker))
+                    .chain(std::iter::repeat_with(|| None))
+                    .take(config.workers.max(1))
+                    .map(tokio::sync::Mutex::new)
+                    .collect(),
+                turn: AtomicUsize::new(0),
                 ready: Mutex::new(VecDeque::new()),
-                refilling: AtomicUsize::new(0),
                 refill: Arc::new(Notify::new()),
                 slots: Slots::new(concurrency, config.max_running),
                 ids: AtomicU64::new(1),
@@ -340,7 +347,7 @@ impl Engine {
     /// The host pid of the current worker (zygote), if one is running: for diagnostics, and
     /// for tests that kill it.
     pub async fn worker_pid(&self) -> Option<i32> {
-        let worker = self.inner.worker.lock().await;
+        let worker = self.inner.workers[0].lock().await;
         worker.as_ref().filter(|w| w.is_alive()).map(|w| w.host_pid)
     }
 
@@ -379,7 +386,8 @@ impl Inner {
 
     /// The live worker, restarting it if it died.
     pub(crate) async fn worker(&self) -> Result<Arc<Worker>, String> {
-        let mut current = self.worker.lock().await;
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed) % self.workers.len();
+        let mut current = self.workers[turn].lock().await;
         if let Some(worker) = current.as_ref() {
             if worker.is_alive() {
                 return Ok(worker.clone());
@@ -397,7 +405,12 @@ impl Inner {
         &self,
         workspace: Option<Arc<Workspace>>,
     ) -> Result<Sandbox, String> {
-        let worker = self.worker().await?;
+        // A workspace kept from an earlier job lives in its worker (a tmpfs of its mount
+        // namespace): the new job is forked there.
+        let worker = match &workspace {
+            Some(ws) => ws.worker().clone(),
+            None => self.worker().await?,
+        };
         let id = self.next_id();
         let workspace = match workspace {
             Some(ws) => ws,
@@ -485,36 +498,37 @@ impl Drop for Inner {
     }
 }
 
-/// Keeps `prefork` job processes ready. Exits when the engine is gone.
+/// Keeps `prefork` job processes ready, forking as many at once as are missing (each one's
+/// confinement and warm-up run in the new process, so on many cores they overlap rather than
+/// queue). Exits when the engine is gone.
 async fn refill_loop(inner: Weak<Inner>, refill: Arc<Notify>) {
     let mut failures = 0u32;
+    let mut spawning = JoinSet::new();
     loop {
         let Some(engine) = inner.upgrade() else {
             return;
         };
-        let target = engine.config.prefork;
-        let have =
-            engine.ready.lock().expect("poisoned").len() + engine.refilling.load(Ordering::SeqCst);
-        if have >= target {
-            drop(engine);
-            refill.notified().await;
-            continue;
+        let have = engine.ready.lock().expect("poisoned").len() + spawning.len();
+        for _ in have..engine.config.prefork {
+            let engine = engine.clone();
+            spawning.spawn(async move { engine.spawn_sandbox(None).await.map(|s| (engine, s)) });
         }
-        engine.refilling.fetch_add(1, Ordering::SeqCst);
-        let spawned = engine.spawn_sandbox(None).await;
-        engine.refilling.fetch_sub(1, Ordering::SeqCst);
-        match spawned {
-            Ok(sandbox) => {
-                failures = 0;
-                engine.ready.lock().expect("poisoned").push_back(sandbox);
-            }
-            Err(e) => {
-                failures += 1;
-                tracing::warn!("preforking a job process failed ({failures} in a row): {e}");
-                drop(engine);
-                let backoff = Duration::from_millis(100 << failures.min(6));
-                tokio::time::sleep(backoff).await;
-            }
+        drop(engine);
+        tokio::select! {
+            Some(spawned) = spawning.join_next(), if !spawning.is_empty() => match spawned {
+                Ok(Ok((engine, sandbox))) => {
+                    failures = 0;
+                    engine.ready.lock().expect("poisoned").push_back(sandbox);
+                }
+                Ok(Err(e)) => {
+                    failures += 1;
+                    tracing::warn!("preforking a job process failed ({failures} in a row): {e}");
+                    let backoff = Duration::from_millis(100 << failures.min(6));
+                    tokio::time::sleep(backoff).await;
+                }
+                Err(e) => tracing::warn!("preforking a job process panicked: {e}"),
+            },
+            _ = refill.notified() => {}
         }
     }
 }

@@ -52,6 +52,11 @@ impl Workspace {
         }
     }
 
+    /// The worker whose mount namespace holds it.
+    pub fn worker(&self) -> &Arc<Worker> {
+        &self.worker
+    }
+
     /// Whether the workspace still exists (a worker's workspaces die with it).
     pub fn alive(&self) -> bool {
         self.host_dir.is_some() || self.worker.is_alive()

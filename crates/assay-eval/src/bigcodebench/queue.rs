@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use assay_records::{ReferenceResult, TimePolicy};
 use assay_sandbox::{Engine, Start};
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 
 use super::ground_truth::Measuring;
 use super::judge::{judge_provisional, Finished, Job, Provisional};
@@ -67,8 +67,10 @@ struct Handing {
 }
 
 impl Handing {
-    /// `work`, expected to take `expected` seconds, to run.
-    fn hand(&mut self, mut work: Work, expected: f64) -> impl std::future::Future<Output = Ran> {
+    /// `work`, expected to take `expected` seconds, to run in `running`: each job a task of
+    /// its own, so that its supervision (its pipes, its meter) runs on any of the runtime's
+    /// threads, not all of them on the queue's; dropping `running` kills them all.
+    fn hand(&mut self, running: &mut JoinSet<Ran>, mut work: Work, expected: f64) {
         let reference = matches!(work, Work::Reference(_));
         let job = work.job();
         job.start = Start {
@@ -77,7 +79,7 @@ impl Handing {
         };
         self.jobs.push((job.task_id.clone(), reference, expected));
         let (engine, environment) = (self.engine.clone(), self.environment.clone());
-        async move {
+        running.spawn(async move {
             match work {
                 Work::Sample(job) => {
                     Ran::Sample(judge_provisional(&engine, &environment, job).await)
@@ -86,7 +88,7 @@ impl Handing {
                     Ran::Reference(measuring.run(&engine, &environment).await)
                 }
             }
-        }
+        });
     }
 }
 
@@ -122,14 +124,19 @@ impl Queue {
             starts,
             jobs: Vec::new(),
         };
-        let mut running = FuturesUnordered::new();
-        for measuring in references {
-            let expected = times.expected(&measuring.job.task_id, None);
-            running.push(handing.hand(Work::Reference(measuring), expected));
+        let mut running = JoinSet::new();
+        // Longest first: the first to arrive start before the engine orders the rest.
+        let mut references: Vec<(f64, Measuring)> = references
+            .into_iter()
+            .map(|m| (times.expected(&m.job.task_id, None), m))
+            .collect();
+        references.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (expected, measuring) in references {
+            handing.hand(&mut running, Work::Reference(measuring), expected);
         }
         // Samples that ended before their reference: their verdicts wait for it, holding
         // nothing of the engine.
-        let mut settling = FuturesUnordered::new();
+        let mut settling = JoinSet::new();
         let mut open = true;
         loop {
             if !open && running.is_empty() && settling.is_empty() {
@@ -155,25 +162,35 @@ impl Queue {
                                     times.expected(&job.task_id, None)
                                 }
                             };
-                            running.push(handing.hand(Work::Sample(job), expected));
+                            handing.hand(&mut running, Work::Sample(job), expected);
                         }
                         None => open = false,
                     }
                     continue;
                 }
-                Some(ran) = running.next(), if !running.is_empty() => match ran {
-                    Ran::Reference(finished) => finished,
-                    Ran::Sample(Provisional::Record(record)) => Finished::Sample(record),
-                    Ran::Sample(Provisional::Unsettled(unsettled, label)) => {
+                Some(ran) = running.join_next(), if !running.is_empty() => match ran {
+                    Ok(Ran::Reference(finished)) => finished,
+                    Ok(Ran::Sample(Provisional::Record(record))) => Finished::Sample(record),
+                    Ok(Ran::Sample(Provisional::Unsettled(unsettled, label))) => {
                         let environment = environment.clone();
-                        settling.push(async move {
+                        settling.spawn(async move {
                             label.record(unsettled.settle().await, &environment)
                         });
                         continue;
                     }
+                    // A job task that died sent nothing: its sample is counted unjudged at
+                    // the end, and rerunning judges it.
+                    Err(e) => {
+                        tracing::error!("a judging task failed: {e}");
+                        continue;
+                    }
                 },
-                Some(record) = settling.next(), if !settling.is_empty() => {
-                    Finished::Sample(record)
+                Some(settled) = settling.join_next(), if !settling.is_empty() => match settled {
+                    Ok(record) => Finished::Sample(record),
+                    Err(e) => {
+                        tracing::error!("a judging task failed: {e}");
+                        continue;
+                    }
                 }
             };
             // Nobody left to keep verdicts (the judging stopped): start nothing more.
