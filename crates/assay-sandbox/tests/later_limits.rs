@@ -11,19 +11,8 @@ use std::time::Duration;
 use assay_sandbox::{
     Engine, Provisional, Status, TestBudget, TestResult, TimeLimits, UnittestJob, UnittestOutcome,
 };
-use common::{engine, run};
+use common::{budgets, engine, run, THREE_TESTS};
 use tokio::sync::watch;
-
-const THREE_TESTS: &str = "\
-import unittest
-class TestCases(unittest.TestCase):
-    def test_a(self):
-        self.assertEqual(task_func(1), 1)
-    def test_b(self):
-        self.assertEqual(task_func(2), 2)
-    def test_c(self):
-        self.assertEqual(task_func(3), 3)
-";
 
 /// `task_func` sleeping `seconds[x - 1]` seconds for test x (of a, b, c).
 fn sleeps(seconds: [f64; 3]) -> String {
@@ -31,18 +20,6 @@ fn sleeps(seconds: [f64; 3]) -> String {
         "import time\ndef task_func(x):\n    time.sleep({:?}[x - 1])\n    return x\n",
         seconds
     )
-}
-
-/// The same budget for each of the three tests.
-fn budgets(cpu: f64, waiting: f64) -> BTreeMap<String, TestBudget> {
-    let budget = TestBudget {
-        cpu: Duration::from_secs_f64(cpu),
-        waiting: Duration::from_secs_f64(waiting),
-    };
-    ["test_a", "test_b", "test_c"]
-        .into_iter()
-        .map(|t| (t.to_string(), budget))
-        .collect()
 }
 
 fn limits(wall: f64, test_budgets: BTreeMap<String, TestBudget>) -> TimeLimits {

@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use assay_sandbox::{IsolationLevel, Limits, Status, TestBudget, TestResult, UnittestJob};
-use common::{assert_passed, engine, run, DOUBLE, TRIVIAL_TEST};
+use common::{assert_passed, budgets, engine, run, DOUBLE, THREE_TESTS, TRIVIAL_TEST};
 
 fn job(code: &str, test: &str) -> UnittestJob {
     UnittestJob::new(code, test)
@@ -431,35 +431,11 @@ def task_func():
     assert_passed(&out);
 }
 
-/// Three tests; the third calls `task_func(3)`, which sleeps `hang` seconds.
-const THREE_TESTS: &str = "\
-import unittest
-class TestCases(unittest.TestCase):
-    def test_a(self):
-        self.assertEqual(task_func(1), 1)
-    def test_b(self):
-        self.assertEqual(task_func(2), 2)
-    def test_c(self):
-        self.assertEqual(task_func(3), 3)
-";
-
+/// `task_func` sleeping `seconds_on_three` seconds in the third of [`THREE_TESTS`].
 fn sleeper(seconds_on_three: f64) -> String {
     format!(
         "import time\ndef task_func(x):\n    if x == 3:\n        time.sleep({seconds_on_three})\n    return x\n"
     )
-}
-
-/// The same budget for each of the three tests: `cpu` seconds of CPU time, `waiting` seconds
-/// of computing nothing.
-fn budgets(cpu: f64, waiting: f64) -> std::collections::BTreeMap<String, TestBudget> {
-    let budget = TestBudget {
-        cpu: Duration::from_secs_f64(cpu),
-        waiting: Duration::from_secs_f64(waiting),
-    };
-    ["test_a", "test_b", "test_c"]
-        .into_iter()
-        .map(|t| (t.to_string(), budget))
-        .collect()
 }
 
 /// `task_func` computing (a busy loop) for `seconds_on_three` seconds of CPU time in the third

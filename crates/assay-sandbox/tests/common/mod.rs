@@ -190,3 +190,32 @@ pub fn require_cgroup_per_job(engine: &Engine, needs: &str) {
         report.cgroup
     );
 }
+
+/// A test class of three tests, `test_a`, `test_b` and `test_c`, calling `task_func` with 1,
+/// 2 and 3: what per-test budgets are tried on.
+pub const THREE_TESTS: &str = "\
+import unittest
+class TestCases(unittest.TestCase):
+    def test_a(self):
+        self.assertEqual(task_func(1), 1)
+    def test_b(self):
+        self.assertEqual(task_func(2), 2)
+    def test_c(self):
+        self.assertEqual(task_func(3), 3)
+";
+
+/// The same budget for each of [`THREE_TESTS`]: `cpu` seconds of CPU time, `waiting` seconds
+/// of computing nothing.
+pub fn budgets(
+    cpu: f64,
+    waiting: f64,
+) -> std::collections::BTreeMap<String, assay_sandbox::TestBudget> {
+    let budget = assay_sandbox::TestBudget {
+        cpu: Duration::from_secs_f64(cpu),
+        waiting: Duration::from_secs_f64(waiting),
+    };
+    ["test_a", "test_b", "test_c"]
+        .into_iter()
+        .map(|t| (t.to_string(), budget))
+        .collect()
+}
