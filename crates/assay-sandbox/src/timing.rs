@@ -188,7 +188,13 @@ impl Timing {
     ) -> Option<Cut> {
         self.later = None;
         let used = std::mem::take(&mut self.used);
-        let limits = limits?;
+        let Some(limits) = limits else {
+            // The first limits are final: a test without a budget is clocked no more.
+            if clock.as_ref().is_some_and(|c| c.budget.is_none()) {
+                *clock = None;
+            }
+            return None;
+        };
         self.wall = limits.wall;
         self.budgets = limits.test_budgets;
         let running = clock.as_ref().map(|c| c.used(elapsed));
