@@ -12,7 +12,8 @@ import shutil
 import sys
 
 
-def real_cache() -> pathlib.Path:
+def cache_root() -> pathlib.Path:
+    """assay's cache folder, found as assay finds it (crates/assay-pyenv/src/cache.rs)."""
     if os.environ.get("ASSAY_CACHE_DIR"):
         return pathlib.Path(os.environ["ASSAY_CACHE_DIR"])
     xdg = os.environ.get("XDG_CACHE_HOME")
@@ -22,7 +23,7 @@ def real_cache() -> pathlib.Path:
 
 def cold_cache(path: pathlib.Path) -> pathlib.Path:
     """Makes `path` (emptied first) such a cache and returns it."""
-    real = real_cache()
+    real = cache_root()
     if not (real / "envs").exists():
         sys.exit(f"no environments under {real}/envs: run `assay env setup` first")
     shutil.rmtree(path, ignore_errors=True)

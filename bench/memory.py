@@ -15,52 +15,14 @@ The default answers are checkpoint-400's 148 Hard Complete ones (v0.1.2, calibra
 
 import argparse
 import json
-import os
 import pathlib
 import shutil
-import subprocess
-import sys
-import threading
-import time
+
+from peak_memory import timed
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 HARD = ROOT.parent / "shared" / "data" / "bigcodebench" / "official-runs" / \
     "checkpoint-400--main--bigcodebench-hard-complete--vllm-0-1-sanitized_calibrated.jsonl"
-
-
-def watch_peak(pid: int, stop: threading.Event, seen: list) -> None:
-    """Keeps the largest VmHWM (kB) of `pid` until it exits or `stop` is set."""
-    status = pathlib.Path(f"/proc/{pid}/status")
-    while not stop.is_set():
-        try:
-            for line in status.read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    seen[0] = max(seen[0], int(line.split()[1]))
-        except OSError:
-            return
-        time.sleep(0.1)
-
-
-def timed(command: list, cwd: pathlib.Path, workers: bool = True) -> tuple:
-    """Runs `command`: its wall in seconds and its peak RSS in MiB. With `workers` (it starts
-    Python workers, whose memory the kernel would add to its own on reaping) the peak is read
-    from its /proc status while it runs; else from its rusage when it is reaped, which catches
-    a command too quick to be read while it runs."""
-    started = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
-    stop, seen = threading.Event(), [0]
-    watcher = threading.Thread(target=watch_peak, args=(process.pid, stop, seen), daemon=True)
-    watcher.start()
-    stderr = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.monotonic() - started
-    stop.set()
-    watcher.join()
-    if process.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed ({process.returncode}):\n{stderr[-3000:]}")
-    return wall, (seen[0] if workers else usage.ru_maxrss) / 1024
 
 
 def repeated(source: pathlib.Path, n: int, into: pathlib.Path) -> pathlib.Path:

@@ -36,10 +36,9 @@ import pathlib
 import shutil
 import subprocess
 import sys
-import threading
-import time
 
-import cold_cache
+from cold_cache import cache_root
+from peak_memory import timed
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "bigcodebench"
@@ -56,35 +55,6 @@ def reference_solution(task_id: str) -> str:
             if task["task_id"] == task_id:
                 return task["code_prompt"] + task["canonical_solution"]
     sys.exit(f"{task_id} is not in {path}")
-
-
-def peak_rss(pid: int, stop: threading.Event, seen: list) -> None:
-    """Keeps the latest VmHWM (kB) of `pid` until it exits or `stop` is set."""
-    status = pathlib.Path(f"/proc/{pid}/status")
-    while not stop.is_set():
-        try:
-            for line in status.read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    seen[0] = max(seen[0], int(line.split()[1]))
-        except OSError:
-            return
-        time.sleep(0.1)
-
-
-def timed(command: list, cwd: pathlib.Path) -> tuple:
-    """Runs `command`: its wall in seconds and its peak RSS in MiB."""
-    started = time.monotonic()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    stop, seen = threading.Event(), [0]
-    watcher = threading.Thread(target=peak_rss, args=(process.pid, stop, seen), daemon=True)
-    watcher.start()
-    _, stderr = process.communicate()
-    wall = time.monotonic() - started
-    stop.set()
-    watcher.join()
-    if process.returncode != 0:
-        sys.exit(f"{' '.join(command)} failed ({process.returncode}):\n{stderr[-3000:]}")
-    return wall, seen[0] / 1024
 
 
 # What the bigcodebench profile preloads (crates/assay-pyenv/src/profile.rs).
@@ -112,7 +82,7 @@ print(f"{n / took:.1f} {took / n * 1000:.2f} {int(rss) / 1024:.0f}")
 
 def fork_ceiling(forks: int) -> dict:
     """Forks per second of a process holding the bigcodebench profile's preloaded libraries."""
-    envs = cold_cache.real_cache() / "envs"
+    envs = cache_root() / "envs"
     pythons = sorted(envs.glob("bigcodebench-*/bin/python"))
     if not pythons:
         sys.exit(f"no bigcodebench environment under {envs}: run `assay env setup` first")

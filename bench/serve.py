@@ -75,6 +75,8 @@ import threading
 import time
 from pathlib import Path
 
+from cold_cache import cache_root
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = REPO.parent / "shared" / "data" / "bigcodebench"
@@ -447,14 +449,6 @@ def outcome(replies, key="status"):
 
 # ---------------------------------------------------------------------------------------------
 # Data.
-
-def cache_root():
-    """assay's cache folder, found as assay finds it (crates/assay-pyenv/src/cache.rs)."""
-    if os.environ.get("ASSAY_CACHE_DIR"):
-        return Path(os.environ["ASSAY_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = xdg if os.path.isabs(xdg) else os.path.join(os.environ["HOME"], ".cache")
-    return Path(base) / "assay"
 
 
 def dataset(version):
