@@ -152,9 +152,9 @@ pub struct EngineConfig {
 /// instead of 173 s on 2 slots, the longest task's own 155 s being the bound.
 pub const RUNNING_PER_SLOT: usize = 8;
 
-/// CPU slots per worker process by default. BigCodeBench's jobs compute for about half a
-/// second on average, so a slot starts about two a second, and eight slots keep one worker's
-/// forking a quarter busy at most.
+/// CPU slots per worker process by default. BigCodeBench's jobs compute for 0.3 to 0.45 s on
+/// average (docs/scale.md), so a slot starts two to three a second, and eight slots keep one
+/// worker's forking (about 64 a second) under half busy.
 pub const SLOTS_PER_WORKER: usize = 8;
 
 impl EngineConfig {

@@ -155,12 +155,8 @@ impl Slots {
     /// A slot comes back: it pays a debt, or admits the next job, or is free.
     fn give_back(&self) {
         let mut state = self.state();
-        if state.debt > 0 {
-            state.debt -= 1;
-        } else {
-            state.free += 1;
-            state.admit();
-        }
+        state.return_slot();
+        state.admit();
     }
 
     /// A job ended: its place comes back (and its slot, if it held one).
@@ -168,17 +164,22 @@ impl Slots {
         let mut state = self.state();
         state.open += 1;
         if held {
-            if state.debt > 0 {
-                state.debt -= 1;
-            } else {
-                state.free += 1;
-            }
+            state.return_slot();
         }
         state.admit();
     }
 }
 
 impl State {
+    /// A slot comes back: it pays a debt first.
+    fn return_slot(&mut self) {
+        if self.debt > 0 {
+            self.debt -= 1;
+        } else {
+            self.free += 1;
+        }
+    }
+
     /// Admits the longest-expected waiters while a place and a slot are free.
     fn admit(&mut self) {
         while self.open > 0 && self.free > 0 {

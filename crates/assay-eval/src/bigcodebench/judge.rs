@@ -103,35 +103,18 @@ impl Job {
         self.test_budgets = time.test_budgets(measured);
     }
 
-    /// Sets the job's limits for a reference still running, whose result comes on
-    /// `reference`: the job starts at once under the widest limits `time` could give it, and
-    /// takes the reference's as soon as it ends (see `assay_sandbox::TimeLimits`). No more
-    /// than `max_wall`, whatever the budget.
+    /// Sets the job's limits for a reference still running: the job starts at once under the
+    /// widest limits `time` could give it, no more than `max_wall`, and takes `later`'s (see
+    /// [`later_limits`]) as soon as the reference ends.
     pub(crate) fn limit_later(
         &mut self,
         time: &TimePolicy,
-        mut reference: watch::Receiver<Option<ReferenceResult>>,
+        later: Option<LaterLimits>,
         max_wall: Duration,
     ) {
         self.limit(time, None);
         self.limits.wall = self.limits.wall.min(max_wall);
-        if !time.follows_reference() {
-            return;
-        }
-        let (limits, later) = watch::channel(None);
-        let time = time.clone();
-        tokio::spawn(async move {
-            // A reference job that died without a result leaves the limits the job has.
-            let Ok(measured) = reference.wait_for(Option::is_some).await else {
-                return;
-            };
-            let measured = measured.clone();
-            let _ = limits.send(Some(TimeLimits {
-                wall: time.limit(measured.as_ref()).min(max_wall),
-                test_budgets: time.test_budgets(measured.as_ref()),
-            }));
-        });
-        self.later = Some(later);
+        self.later = later;
     }
 
     /// The sandbox's job, and what its record says besides the outcome.
@@ -151,6 +134,33 @@ impl Job {
         };
         (unittest, label)
     }
+}
+
+/// The limits `time` gives a task once its reference's result comes on `reference`, no more
+/// than `max_wall` (see `assay_sandbox::TimeLimits`), for every job of the task that starts
+/// before: none when they do not depend on the reference.
+pub(crate) fn later_limits(
+    time: &TimePolicy,
+    mut reference: watch::Receiver<Option<ReferenceResult>>,
+    max_wall: Duration,
+) -> Option<LaterLimits> {
+    if !time.follows_reference() {
+        return None;
+    }
+    let (limits, later) = watch::channel(None);
+    let time = time.clone();
+    tokio::spawn(async move {
+        // A reference job that died without a result leaves the limits the jobs have.
+        let Ok(measured) = reference.wait_for(Option::is_some).await else {
+            return;
+        };
+        let measured = measured.clone();
+        let _ = limits.send(Some(TimeLimits {
+            wall: time.limit(measured.as_ref()).min(max_wall),
+            test_budgets: time.test_budgets(measured.as_ref()),
+        }));
+    });
+    Some(later)
 }
 
 /// What a job's record says besides its outcome.

@@ -9,6 +9,7 @@
 //! reference and its samples side by side rather than one after the other. A sample that ends
 //! before its reference has its verdict settled when the reference does.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use assay_records::{ReferenceResult, TimePolicy};
@@ -17,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::ground_truth::Measuring;
-use super::judge::{judge_provisional, Finished, Job, Provisional};
+use super::judge::{judge_provisional, later_limits, Finished, Job, Provisional};
 use super::sample_times::SampleTimes;
 use super::verdict::Environment;
 
@@ -62,8 +63,11 @@ struct Handing {
     environment: Environment,
     /// Where jobs say they started.
     starts: mpsc::UnboundedSender<u64>,
-    /// Each job's task, kind and expected time, by the id its start is told with.
-    jobs: Vec<(String, bool, f64)>,
+    /// The task, kind and expected time of each job not started yet, by the id its start is
+    /// told with.
+    waiting: HashMap<u64, (String, bool, f64)>,
+    /// The next job's id.
+    next: u64,
 }
 
 impl Handing {
@@ -75,9 +79,11 @@ impl Handing {
         let job = work.job();
         job.start = Start {
             expected_seconds: expected,
-            signal: Some((self.starts.clone(), self.jobs.len() as u64)),
+            signal: Some((self.starts.clone(), self.next)),
         };
-        self.jobs.push((job.task_id.clone(), reference, expected));
+        self.waiting
+            .insert(self.next, (job.task_id.clone(), reference, expected));
+        self.next += 1;
         let (engine, environment) = (self.engine.clone(), self.environment.clone());
         running.spawn(async move {
             match work {
@@ -122,7 +128,8 @@ impl Queue {
             engine: engine.clone(),
             environment: environment.clone(),
             starts,
-            jobs: Vec::new(),
+            waiting: HashMap::new(),
+            next: 0,
         };
         let mut running = JoinSet::new();
         // Longest first: the first to arrive start before the engine orders the rest.
@@ -137,6 +144,8 @@ impl Queue {
         // Samples that ended before their reference: their verdicts wait for it, holding
         // nothing of the engine.
         let mut settling = JoinSet::new();
+        // The limits of tasks whose reference runs, as they will come.
+        let mut later = HashMap::new();
         let mut open = true;
         loop {
             if !open && running.is_empty() && settling.is_empty() {
@@ -146,7 +155,9 @@ impl Queue {
             let finished = tokio::select! {
                 biased;
                 Some(id) = started.recv() => {
-                    let (task_id, reference, expected) = handing.jobs[id as usize].clone();
+                    let Some((task_id, reference, expected)) = handing.waiting.remove(&id) else {
+                        continue;
+                    };
                     Finished::Started { task_id, reference, expected }
                 }
                 next = queued.recv(), if open => {
@@ -158,7 +169,12 @@ impl Queue {
                                     times.expected(&job.task_id, measured.map(|r| r.seconds))
                                 }
                                 Reference::Pending(rx) => {
-                                    job.limit_later(&time, rx, Duration::MAX);
+                                    // One watch per task, shared by its samples.
+                                    let later = later
+                                        .entry(job.task_id.clone())
+                                        .or_insert_with(|| later_limits(&time, rx, Duration::MAX))
+                                        .clone();
+                                    job.limit_later(&time, later, Duration::MAX);
                                     times.expected(&job.task_id, None)
                                 }
                             };

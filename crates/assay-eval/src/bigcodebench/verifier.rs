@@ -14,7 +14,7 @@ use assay_tasks::bigcodebench::{Dataset, Subset, Task};
 use tokio::sync::watch;
 
 use super::ground_truth::References;
-use super::judge::{digest, judge, Job};
+use super::judge::{digest, judge, later_limits, Job};
 use super::options::Options;
 use super::queue::Reference;
 use super::samples::program;
@@ -182,7 +182,11 @@ impl Verifier {
                 Err(known)
             }
             Reference::Pending(rx) => {
-                job.limit_later(time, rx.clone(), self.max_wall);
+                job.limit_later(
+                    time,
+                    later_limits(time, rx.clone(), self.max_wall),
+                    self.max_wall,
+                );
                 Ok(rx)
             }
         };
