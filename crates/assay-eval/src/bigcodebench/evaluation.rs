@@ -48,12 +48,21 @@ pub async fn check(
     references: &mut References,
     listener: &mut dyn Listener,
 ) -> Result<assay_records::GroundTruthSummary, EvalError> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let pending = references.spawn_missing(engine, environment, &dataset.tasks, &tx);
-    drop(tx);
+    let (done, mut rx) = mpsc::unbounded_channel();
+    let (measuring, _) = references.missing(&dataset.tasks);
     listener.on_event(&RunEvent::ReferencesStarted {
-        references: pending.len(),
+        references: measuring.len(),
     });
+    // The queue an evaluation uses, with no samples to come: the references alone, longest
+    // first, each start told.
+    let served = Queue {
+        engine: engine.clone(),
+        environment: environment.clone(),
+        time: TimePolicy::DEFAULT,
+        times: references.sample_times.clone(),
+    };
+    let (_, no_samples) = mpsc::unbounded_channel();
+    tokio::spawn(served.serve(measuring, no_samples, done));
     while let Some(finished) = rx.recv().await {
         match finished {
             Finished::Reference(record) => {
@@ -82,8 +91,8 @@ pub async fn check(
 
 impl Judging<'_> {
     /// Judges every answer `answers` brings as soon as it arrives (its time limits tightening
-    /// to its task's reference's when that ends, if it still runs), until `answers` closes and the last verdict is in: each new verdict
-    /// appended to `run`'s `results.jsonl` (under the answer's index as it arrived), then told
+    /// to its task's reference's when that ends, if it still runs), until `answers` closes and
+    /// the last verdict is in: each new verdict appended to `run`'s `results.jsonl` (under the answer's index as it arrived), then told
     /// to `listener`. An answer that runs the same program as one of `earlier` (an earlier
     /// session's records) keeps that verdict instead. Reference solutions not measured yet
     /// run on the way, into `references`. `expected`: answers to come in all, for progress.

@@ -17,7 +17,7 @@ use assay_records::{
 use assay_rundir::{RunDir, RunDirError};
 use assay_sandbox::{default_processes, Engine, Limits};
 use assay_tasks::bigcodebench::{Dataset, Task};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::judge::{digest, judge, Finished, Job};
 use super::options::{Options, STACK_BYTES};
@@ -235,25 +235,6 @@ impl References {
             });
         }
         (measuring, pending)
-    }
-
-    /// Starts the reference run of every task in `tasks` not known yet. Each result arrives
-    /// on `done` (to be recorded) and on the task's watch.
-    pub(crate) fn spawn_missing(
-        &self,
-        engine: &Engine,
-        environment: &Environment,
-        tasks: &[Task],
-        done: &mpsc::UnboundedSender<Finished>,
-    ) -> Pending {
-        let (measuring, pending) = self.missing(tasks);
-        for measuring in measuring {
-            let (engine, environment, done) = (engine.clone(), environment.clone(), done.clone());
-            tokio::spawn(async move {
-                done.send(measuring.run(&engine, &environment).await).ok();
-            });
-        }
-        pending
     }
 }
 

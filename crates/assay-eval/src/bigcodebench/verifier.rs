@@ -175,26 +175,22 @@ impl Verifier {
         job.note = note;
         let time = &self.options.time;
         // The answer starts at once; a reference still running sets its limits when it ends.
-        let pending = match self.reference(&loaded, task) {
+        let reference = self.reference(&loaded, task);
+        match &reference {
             Reference::Known(known) => {
                 job.limit(time, known.as_ref());
                 job.limits.wall = job.limits.wall.min(self.max_wall);
-                Err(known)
             }
             Reference::Pending(rx) => {
-                job.limit_later(
-                    time,
-                    later_limits(time, rx.clone(), self.max_wall),
-                    self.max_wall,
-                );
-                Ok(rx)
+                let later = later_limits(time, rx.clone(), self.max_wall);
+                job.limit_later(time, later, self.max_wall);
             }
-        };
+        }
         let record = judge(&self.engine, &loaded.environment, job).await;
         // The verdict waited for the reference, which is known by now.
-        let reference = match pending {
-            Err(known) => known,
-            Ok(mut rx) => rx
+        let reference = match reference {
+            Reference::Known(known) => known,
+            Reference::Pending(mut rx) => rx
                 .wait_for(Option::is_some)
                 .await
                 .ok()
