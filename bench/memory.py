@@ -3,8 +3,9 @@
 times each (a pass@k study, RL rollouts), at each n asked for, with the references measured
 first. Prints the wall and the peak resident memory of the assay process itself (VmHWM; the
 Python workers are apart), against n = the first n asked for: the target is a peak at the
-largest n within 1.5x of the first, and a wall within 1.1x of linear. Then `assay report` of
-the largest run, also by its peak.
+largest n within 1.5x of the first, and a wall within 1.1x of linear. Then, at the first and
+the largest n, `assay report` of the run and `assay merge` of the same answers judged as two
+shards, by their peaks.
 
     python3 bench/memory.py [--assay target/release/assay] [--n 1,5,20] [--jobs 2]
         [--samples FILE] [--json out.json]
@@ -65,12 +66,28 @@ def main() -> None:
         print(f"eval   n={n:3}: {row['samples']:6} samples in {wall:7.1f} s ({linear:.2f}x linear); "
               f"assay's peak RSS {rss:6.1f} MiB ({row['peak_over_first']:.2f}x n={first[0]})",
               flush=True)
-    last = scratch / f"run-n{rows[-1]['n']}"
-    wall, rss = timed([args.assay, "report", str(last), "--html", str(scratch / "report.html")],
-                      scratch, workers=False)
-    rows.append({"report_of_n": rows[-1]["n"], "wall_seconds": round(wall, 1),
-                 "peak_rss_mib": round(rss, 1)})
-    print(f"report n={rows[-2]['n']:3}: {wall:.1f} s; assay's peak RSS {rss:.1f} MiB", flush=True)
+    ends = sorted({rows[0]["n"], rows[-1]["n"]})
+    for step in ("report", "merge"):
+        peaks = {}
+        for n in ends:
+            run = scratch / f"run-n{n}"
+            if step == "report":
+                command = [args.assay, "report", str(run), "--html", str(scratch / f"report-n{n}.html")]
+            else:
+                samples = scratch / f"n{n}--bigcodebench-hard-complete--x.jsonl"
+                shards = [scratch / f"shard-n{n}-{i}" for i in range(2)]
+                for i, shard in enumerate(shards):
+                    timed([args.assay, "eval", "bigcodebench-hard", "--samples", str(samples),
+                           *common, "--shard", f"{i}/2", "--out", str(shard)], scratch)
+                command = [args.assay, "merge", *map(str, shards), "--out",
+                           str(scratch / f"merged-n{n}")]
+            wall, rss = timed(command, scratch, workers=False)
+            peaks[n] = rss
+            over = rss / peaks[ends[0]]
+            rows.append({step: n, "wall_seconds": round(wall, 1), "peak_rss_mib": round(rss, 1),
+                         "peak_over_first": round(over, 2)})
+            print(f"{step:6} n={n:3}: {wall:7.1f} s; assay's peak RSS {rss:6.1f} MiB "
+                  f"({over:.2f}x n={ends[0]})", flush=True)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
 

@@ -9,6 +9,9 @@ pub enum EvalError {
     /// The run directory or the ground-truth cache could not be read or written.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    /// The samples could not be read again (the file changed since it was loaded).
+    #[error(transparent)]
+    Samples(#[from] crate::bigcodebench::samples::SamplesError),
     /// Samples were left without a verdict (what is judged is kept; a rerun judges the rest).
     #[error("{0}")]
     Unjudged(String),

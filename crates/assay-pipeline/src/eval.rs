@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
+use assay_eval::bigcodebench::evaluation::Answers;
 use assay_eval::bigcodebench::samples::{self, model_name};
 use assay_records::{EvalSummary, Kind, Listener, Manifest, RunEvent, Split};
 use assay_rundir::SAMPLES;
-use tokio::sync::mpsc;
 
 use crate::error::PipelineError;
 use crate::judge::{Evaluate, JudgeSettings};
@@ -83,25 +83,18 @@ pub async fn eval(
         Some(std::fs::canonicalize(&request.samples).unwrap_or(request.samples.clone()));
     let opened = judge.open(&out, manifest, listener)?;
     let mut run = opened.dir;
-    let evaluated: String = samples
-        .samples
-        .iter()
-        .map(|s| s.text.clone() + "\n")
-        .collect();
-    run.write_file(SAMPLES, evaluated.as_bytes())?;
+    // From here on, the run directory's copy is what is judged and what the files show.
+    let samples = samples.write_into(&run, SAMPLES)?;
     let mut prepared = judge.prepare(&dataset, listener).await?;
-    // Every sample is an answer already there: all of them arrive at once, slowest to judge
-    // first (the engine takes the first ones before the rest arrive).
-    let tasks = dataset.by_id();
+    // Every sample is an answer already there, taken slowest to judge first (as the engine
+    // has room) and read from the file only then.
     let seconds = prepared.judging_seconds(&dataset);
-    let expected = |task_id: &str| seconds.get(task_id).copied().unwrap_or(0.0);
-    let mut slowest_first: Vec<_> = samples.samples.iter().collect();
-    slowest_first.sort_by(|a, b| expected(&b.task_id).total_cmp(&expected(&a.task_id)));
-    let (answers, arrived) = mpsc::unbounded_channel();
-    for sample in slowest_first {
-        let _ = answers.send(sample.answer(tasks[sample.task_id.as_str()]));
-    }
-    drop(answers);
+    let expected = |index: &usize| {
+        let task_id = samples.samples[*index].task_id.as_str();
+        seconds.get(task_id).copied().unwrap_or(0.0)
+    };
+    let mut slowest_first: Vec<usize> = (0..samples.samples.len()).collect();
+    slowest_first.sort_by(|a, b| expected(b).total_cmp(&expected(a)));
     let verdicts = judge
         .judge(
             &mut prepared,
@@ -109,7 +102,7 @@ pub async fn eval(
             &run,
             opened.records,
             samples.samples.len(),
-            arrived,
+            Answers::file(&samples, &dataset, slowest_first)?,
             listener,
         )
         .await?;

@@ -3,22 +3,22 @@
 
 pub mod stability;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use assay_eval::bigcodebench::evaluation::{check, Ending, Judging, Verdicts};
+use assay_eval::bigcodebench::evaluation::{check, Answers, Ending, Judging, Verdicts};
 use assay_eval::bigcodebench::ground_truth::References;
 use assay_eval::bigcodebench::options::{Options, STACK_BYTES};
 use assay_eval::bigcodebench::samples::Samples;
 use assay_eval::bigcodebench::verdict::Environment;
+use assay_eval::resume::RecordKey;
 use assay_records::{
-    Answer, Conditions, EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener,
-    Manifest, RunEvent, SampleRecord, Split, TimePolicy,
+    Conditions, EvalSummary, GenerationTotals, GroundTruthSummary, Identity, Listener, Manifest,
+    RunEvent, SampleRecord, Split, TimePolicy,
 };
-use assay_rundir::{Opened, RunDir, SUMMARY};
+use assay_rundir::{Opened, RunDir, RESULTS, SUMMARY};
 use assay_sandbox::{Engine, Limits};
 use assay_tasks::bigcodebench::Dataset;
-use tokio::sync::mpsc;
 
 use crate::engine::{self, EngineSettings};
 use crate::error::PipelineError;
@@ -184,13 +184,14 @@ impl Judge {
         self.env.python()
     }
 
-    /// Opens (or resumes) the run directory `out` for `manifest`, adding where code runs.
+    /// Opens (or resumes) the run directory `out` for `manifest`, adding where code runs; of
+    /// the records already there, what resuming matches them by (the records stay on disk).
     pub fn open(
         &self,
         out: &Path,
         mut manifest: Manifest,
         listener: &mut dyn Listener,
-    ) -> Result<Opened<SampleRecord>, PipelineError> {
+    ) -> Result<Opened<RecordKey>, PipelineError> {
         crate::engine::record_machine(&mut manifest, &self.engine, &self.env, self.options.network);
         let opened = RunDir::open(out, &manifest)?;
         if opened.resumed {
@@ -266,9 +267,9 @@ impl Judge {
         prepared: &mut Prepared,
         dataset: &Dataset,
         run: &RunDir,
-        earlier: Vec<SampleRecord>,
+        earlier: Vec<RecordKey>,
         expected: usize,
-        answers: mpsc::UnboundedReceiver<Answer>,
+        answers: Answers<'_>,
         listener: &mut dyn Listener,
     ) -> Result<Verdicts, PipelineError> {
         let Prepared {
@@ -311,15 +312,22 @@ impl Judge {
             unanswered: job.unanswered,
             generation: job.generation,
         };
-        let judged = verdicts.conclude(&judging, job.run, &mut references, ending, listener)?;
-        let mut summary = judged.summary;
+        let mut summary =
+            verdicts.conclude(&judging, job.run, &mut references, ending, listener)?;
         if self.stability > 0 {
+            // Every judged sample runs again: its records are read back for the rounds.
+            let results: BTreeMap<usize, SampleRecord> =
+                assay_report::read_lines::<SampleRecord>(&job.run.path().join(RESULTS))
+                    .map_err(|e| PipelineError::Invalid(e.to_string()))?
+                    .into_iter()
+                    .map(|r| (r.index, r))
+                    .collect();
             let found = stability::rounds(
                 self,
                 &judging,
                 job.samples,
                 job.run,
-                &judged.results,
+                &results,
                 &references,
                 listener,
             )

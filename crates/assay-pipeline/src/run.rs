@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use assay_eval::bigcodebench::evaluation::Answers;
 use assay_eval::bigcodebench::samples;
 use assay_generate::{Model, Onward};
 use assay_records::{EvalSummary, GenerationOutcome, Kind, Listener, RunEvent, Split};
@@ -123,7 +124,7 @@ pub async fn run(
                 &run,
                 opened.records,
                 expected,
-                arrived,
+                Answers::Arriving(arrived),
                 &mut judging,
             ),
         )?

@@ -41,7 +41,7 @@ pub struct BudgetsSaved {
 }
 
 /// Samples that gamed their tests: a verdict decided by integrity (each sample's `integrity`).
-/// `summary.json`, the report and the viewer all count them with [`Gamed::of`].
+/// `summary.json`, the report and the viewer all count them with [`Gamed::add`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Gamed {
     /// Samples with any finding.
@@ -55,24 +55,22 @@ pub struct Gamed {
 }
 
 impl Gamed {
-    /// The count over `records` (each sample once: the last record of a resumed sample is the
-    /// caller's to pick).
-    pub fn of<'a>(records: impl IntoIterator<Item = &'a SampleRecord>) -> Gamed {
-        let mut gamed = Gamed::default();
-        let mut tasks = BTreeSet::new();
-        for record in records {
-            if record.integrity.is_empty() {
-                continue;
-            }
-            gamed.samples += 1;
-            let kinds: BTreeSet<&str> = record.integrity.iter().map(|f| f.kind.as_str()).collect();
-            for kind in kinds {
-                *gamed.by_kind.entry(kind.to_string()).or_insert(0) += 1;
-            }
-            tasks.insert((task_number(&record.task_id), record.task_id.as_str()));
+    /// Counts one more sample's record (each sample once: the last record of a resumed sample
+    /// is the caller's to pick), as a reader of a run's records reads them.
+    pub fn add(&mut self, record: &SampleRecord) {
+        if record.integrity.is_empty() {
+            return;
         }
-        gamed.tasks = tasks.into_iter().map(|(_, id)| id.to_string()).collect();
-        gamed
+        self.samples += 1;
+        let kinds: BTreeSet<&str> = record.integrity.iter().map(|f| f.kind.as_str()).collect();
+        for kind in kinds {
+            *self.by_kind.entry(kind.to_string()).or_insert(0) += 1;
+        }
+        let key = |id: &str| (task_number(id), id.to_string());
+        let task = key(&record.task_id);
+        if let Err(at) = self.tasks.binary_search_by(|t| key(t).cmp(&task)) {
+            self.tasks.insert(at, record.task_id.clone());
+        }
     }
 
     /// What the kinds came to, in words: `skipped 2, tampered 1`.

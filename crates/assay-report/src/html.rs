@@ -9,7 +9,6 @@ use crate::text::escape;
 use crate::{Report, Run};
 
 /// Failing samples shown per run, in task order (the rest are counted).
-const FAILURES_SHOWN: usize = 200;
 /// Characters of a failing sample's code or traceback shown.
 const TEXT_SHOWN: usize = 8_000;
 
@@ -330,9 +329,9 @@ fn failures(out: &mut String, runs: &[Run]) {
             out,
             "<h3>{} <span class=\"muted\">({} failing)</span></h3>",
             escape(&run.label),
-            run.failures.len()
+            run.failing
         );
-        for failure in run.failures.iter().take(FAILURES_SHOWN) {
+        for failure in &run.failures {
             let _ = write!(
                 out,
                 "<details class=\"failure\"><summary>{} <span class=\"muted\">{} {}</span></summary>",
@@ -353,11 +352,11 @@ fn failures(out: &mut String, runs: &[Run]) {
                 escape(&clip(&failure.detail))
             );
         }
-        if run.failures.len() > FAILURES_SHOWN {
+        if run.failing > run.failures.len() {
             let _ = write!(
                 out,
                 "<p class=\"muted\">… and {} more (the run directory has them all)</p>",
-                run.failures.len() - FAILURES_SHOWN
+                run.failing - run.failures.len()
             );
         }
     }

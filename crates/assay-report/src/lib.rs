@@ -531,6 +531,7 @@ mod tests {
             judges: Vec::new(),
             gamed: Default::default(),
             failures: Vec::new(),
+            failing: 0,
         }
     }
 

@@ -114,10 +114,18 @@ pub struct Run {
     /// records' `integrity`), whatever their verdict.
     #[serde(default, skip_serializing_if = "none_gamed")]
     pub gamed: Gamed,
-    /// The samples that did not pass (and were not set apart), in task order.
+    /// The first [`FAILURES_KEPT`] samples that did not pass (and were not set apart), in the
+    /// run's order: what a report shows of them.
     #[serde(skip)]
     pub failures: Vec<Failure>,
+    /// Samples that did not pass (and were not set apart), all of them.
+    #[serde(skip)]
+    pub failing: usize,
 }
+
+/// Failing samples a report keeps to show, per run: enough to read, and a run's memory does
+/// not grow with its samples.
+pub const FAILURES_KEPT: usize = 200;
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -210,10 +218,12 @@ fn invalid(path: &Path, line: usize, message: impl Into<String>) -> SourceError 
 /// run directory cuts when the run resumes). The viewer's journals and the run directory
 /// read it the same way, so a run killed mid-record reads as the records it completed.
 pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, SourceError> {
-    Ok(read_numbered_lines(path)?
-        .into_iter()
-        .map(|(_, record)| record)
-        .collect())
+    let mut records = Vec::new();
+    each_line(path, |_, record| {
+        records.push(record);
+        Ok(())
+    })?;
+    Ok(records)
 }
 
 /// [`read_lines`] with each record's line number (from 1), for readers that check records
@@ -221,13 +231,41 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>,
 pub fn read_numbered_lines<T: serde::de::DeserializeOwned>(
     path: &Path,
 ) -> Result<Vec<(usize, T)>, SourceError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+    let mut records = Vec::new();
+    each_line(path, |number, record| {
+        records.push((number, record));
+        Ok(())
+    })?;
+    Ok(records)
+}
+
+/// Hands the records [`read_lines`] reads to `each` one at a time, with their line numbers, as
+/// they are read: what a reader that must not hold a whole run uses.
+pub fn each_line<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut each: impl FnMut(usize, T) -> Result<(), SourceError>,
+) -> Result<(), SourceError> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(path)(e)),
     };
-    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-    parse_lines(path, complete)
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = String::new();
+    for number in 1.. {
+        line.clear();
+        let read = std::io::BufRead::read_line(&mut reader, &mut line).map_err(io(path))?;
+        if read == 0 || !line.ends_with('\n') {
+            return Ok(());
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record = serde_json::from_str(&line)
+            .map_err(|e| invalid(path, number, format!("not a valid record: {e}")))?;
+        each(number, record)?;
+    }
+    Ok(())
 }
 
 /// The records of `text`, every line of it (blank ones skipped), with their line numbers.
@@ -296,13 +334,13 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
         judges: Vec::new(),
         gamed: Gamed::default(),
         failures: Vec::new(),
+        failing: 0,
     };
     let results = dir.join("results.jsonl");
     match manifest.kind {
         Kind::PybenchRun | Kind::PybenchEval => {
-            let records: Vec<EpisodeRecord> = read_lines(&results)?;
             let mut tokens = TokenUsage::default();
-            for record in &records {
+            each_line(&results, |_, record: EpisodeRecord| {
                 run.add(&record.task_id, record.status);
                 tokens += &record.tokens;
                 if record.end == EpisodeEnd::CutWhileThinking {
@@ -313,15 +351,16 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
                         .insert(record.task_id.clone(), vec![category.clone()]);
                 }
                 if !matches!(record.status, Status::Pass | Status::Infra) {
-                    run.failures.push(Failure {
-                        task_id: record.task_id.clone(),
+                    run.fail(Failure {
+                        task_id: record.task_id,
                         status: record.status.as_str().into(),
                         code: String::new(),
                         test: Some("check".into()),
-                        detail: record.reason.clone(),
+                        detail: record.reason,
                     });
                 }
-            }
+                Ok(())
+            })?;
             run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
             run.judges = summary
                 .as_ref()
@@ -330,40 +369,57 @@ fn load_dir(dir: &Path) -> Result<Run, SourceError> {
                 .unwrap_or_default();
         }
         _ => {
-            let records: Vec<SampleRecord> = read_lines(&results)?;
-            let samples: Vec<Value> = read_lines(&dir.join("samples.jsonl"))?;
-            run.gamed = Gamed::of(&records);
-            for record in &records {
+            // The samples of the failures kept, by index: their code is read after.
+            let mut shown: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+            each_line(&results, |_, record: SampleRecord| {
+                run.gamed.add(&record);
                 run.add(&record.task_id, record.status);
                 if matches!(record.status, Status::Pass | Status::Infra) {
-                    continue;
+                    return Ok(());
                 }
-                let code = samples
-                    .get(record.index)
-                    .and_then(|s| s["solution"].as_str().or(s["completion"].as_str()))
-                    .unwrap_or_default();
                 let failed = record.first_failure();
-                run.failures.push(Failure {
+                let failure = Failure {
                     task_id: record.task_id.clone(),
                     status: record.status.as_str().into(),
-                    code: code.to_string(),
+                    code: String::new(),
                     test: failed.map(|t| t.name.clone()),
                     detail: failed
                         .map(|t| t.detail.clone())
                         .filter(|d| !d.is_empty())
                         .unwrap_or_else(|| record.reason.clone()),
-                });
-            }
+                };
+                if run.fail(failure) {
+                    let at = run.failures.len() - 1;
+                    shown.entry(record.index).or_default().push(at);
+                }
+                Ok(())
+            })?;
+            let mut index = 0;
+            each_line(&dir.join("samples.jsonl"), |_, sample: Value| {
+                let code = sample["solution"]
+                    .as_str()
+                    .or(sample["completion"].as_str());
+                for &at in shown.get(&index).into_iter().flatten() {
+                    run.failures[at].code = code.unwrap_or_default().to_string();
+                }
+                index += 1;
+                Ok(())
+            })?;
             (run.groups, run.libraries) = labels(identity.dataset.as_deref(), run.tasks.keys());
-            let generation: Vec<GenerationRecord> = read_lines(&dir.join("generation.jsonl"))?;
             let mut tokens = TokenUsage::default();
-            for record in &generation {
-                tokens += &record.usage;
-            }
-            for thought in answers(&generation).filter_map(|a| a.thinking()) {
-                run.thinking += 1;
-                run.cut_while_thinking += usize::from(thought.cut);
-            }
+            each_line(
+                &dir.join("generation.jsonl"),
+                |_, record: GenerationRecord| {
+                    tokens += &record.usage;
+                    for thought in
+                        answers(std::slice::from_ref(&record)).filter_map(|a| a.thinking())
+                    {
+                        run.thinking += 1;
+                        run.cut_while_thinking += usize::from(thought.cut);
+                    }
+                    Ok(())
+                },
+            )?;
             run.tokens = (tokens != TokenUsage::default()).then_some(tokens);
         }
     }
@@ -504,6 +560,7 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
         judges: Vec::new(),
         gamed: Gamed::default(),
         failures: Vec::new(),
+        failing: 0,
     };
     (run.groups, run.libraries) = labels(None, eval.keys());
     for (task_id, samples) in eval {
@@ -527,7 +584,7 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
             if status != Status::Pass {
                 let details = sample["details"].as_object();
                 let first = details.and_then(|d| d.iter().next());
-                run.failures.push(Failure {
+                run.fail(Failure {
                     task_id: task_id.clone(),
                     status: status.as_str().into(),
                     code: sample["solution"].as_str().unwrap_or_default().to_string(),
@@ -544,6 +601,17 @@ fn load_official(path: &Path) -> Result<Run, SourceError> {
 }
 
 impl Run {
+    /// Counts a failing sample, keeping it to show if fewer than [`FAILURES_KEPT`] are:
+    /// whether it was kept.
+    fn fail(&mut self, failure: Failure) -> bool {
+        self.failing += 1;
+        let kept = self.failures.len() < FAILURES_KEPT;
+        if kept {
+            self.failures.push(failure);
+        }
+        kept
+    }
+
     fn add(&mut self, task_id: &str, status: Status) {
         *self
             .statuses

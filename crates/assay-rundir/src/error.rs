@@ -64,6 +64,15 @@ pub enum RunDirError {
         /// What is wrong, naming the field where serde does.
         message: String,
     },
+    /// A derived file could not be written from what it is made of (a file it reads as it
+    /// is written said something wrong): left as it was.
+    #[error("{path}: not written: {message}")]
+    Unwritable {
+        /// The file.
+        path: PathBuf,
+        /// Why, naming the file read.
+        message: String,
+    },
     /// The directory holds no run (no `manifest.json`).
     #[error("{path} is not a run directory (it has no manifest.json)")]
     NotARun {

@@ -28,18 +28,22 @@ impl Journal {
     /// Opens the log at `path` (created if absent) with the complete records already in it.
     pub fn open<R: DeserializeOwned>(path: &Path) -> Result<(Journal, Vec<R>), RunDirError> {
         let records = read_records(path)?;
+        Ok((Journal::append_to(path)?, records))
+    }
+
+    /// Opens the log at `path` to append to, reading nothing: for a log just written whole.
+    pub(crate) fn append_to(path: &Path) -> Result<Journal, RunDirError> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .read(true)
             .open(path)
             .map_err(io(path))?;
-        let journal = Journal {
+        Ok(Journal {
             path: path.to_path_buf(),
             file,
             last_sync: Instant::now(),
-        };
-        Ok((journal, records))
+        })
     }
 
     /// Appends one record.

@@ -27,7 +27,7 @@ pub mod python_json;
 mod run_dir;
 
 pub use error::RunDirError;
-pub use files::write_atomically;
+pub use files::{write_atomically, AtomicFile};
 pub use journal::Journal;
 pub use manifest::identity_difference;
 pub use run_dir::{Opened, RunDir};

@@ -9,10 +9,9 @@ use std::sync::Mutex;
 use assay_records::Manifest;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{io, RunDirError};
-use crate::files::{remove_if_present, to_pretty, write_atomically};
+use crate::files::{remove_if_present, to_pretty, write_atomically, AtomicFile};
 use crate::journal::Journal;
 use crate::lock::{lock_briefly, lock_file, unlock};
 use crate::manifest::{
@@ -198,9 +197,19 @@ impl RunDir {
     /// Replaces `results.jsonl` with `records` (whole or not at all), for a run that has
     /// renumbered or dropped records.
     pub fn rewrite_results(&mut self, records: &[impl Serialize]) -> Result<(), RunDirError> {
-        self.write_lines(RESULTS, records)?;
+        let mut file = self.create(RESULTS)?;
+        for record in records {
+            file.write_line(record)?;
+        }
+        self.replace_results(file)
+    }
+
+    /// Puts `file` (made by [`RunDir::create`] of `results.jsonl`, written record by record)
+    /// in place of `results.jsonl`, whole: for a run whose records are too many to hold.
+    pub fn replace_results(&mut self, file: AtomicFile) -> Result<(), RunDirError> {
+        file.commit()?;
         *self.results.get_mut().unwrap_or_else(|p| p.into_inner()) =
-            Journal::open::<Value>(&self.path.join(RESULTS))?.0;
+            Journal::append_to(&self.path.join(RESULTS))?;
         Ok(())
     }
 
@@ -227,12 +236,16 @@ impl RunDir {
         name: &str,
         values: impl IntoIterator<Item = T>,
     ) -> Result<(), RunDirError> {
-        let mut text = Vec::new();
+        let mut file = self.create(name)?;
         for value in values {
-            serde_json::to_writer(&mut text, &value).expect("records serialize");
-            text.push(b'\n');
+            file.write_line(&value)?;
         }
-        write_atomically(&self.path.join(name), &text)
+        file.commit()
+    }
+
+    /// Starts writing `name` whole or not at all, as it is produced.
+    pub fn create(&self, name: &str) -> Result<AtomicFile, RunDirError> {
+        AtomicFile::create(&self.path.join(name))
     }
 
     /// Writes `name` with `bytes`, whole or not at all.
@@ -254,7 +267,7 @@ mod tests {
     use crate::manifest::identity_difference;
     use assay_records::SCHEMA;
     use assay_records::{Identity, Kind};
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn manifest(samples: &str) -> Manifest {
         let identity = Identity {

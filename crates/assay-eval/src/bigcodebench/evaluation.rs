@@ -1,7 +1,12 @@
-//! Judging answers: each a sandbox job as soon as it arrives (all of a samples file at once,
-//! or one by one while the model still answers the others), every verdict a record appended
-//! to the run directory as it finishes, the reference runs on the way; at the end the records
-//! matched to the samples file, and the official files and a summary.
+//! Judging answers: each a sandbox job as soon as it arrives (a samples file read one sample
+//! at a time, or answers one by one while the model still answers the others), every verdict
+//! a record appended to the run directory as it finishes, the reference runs on the way; at
+//! the end the records matched to the samples file, and the official files and a summary.
+//!
+//! Nothing here holds every sample or every record: answers are taken only while the engine
+//! has room for them (see `queue`), records stay on disk once written, and the figures are
+//! counted from them one at a time, so that a run's memory is the same at any number of
+//! samples.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,7 +14,7 @@ use assay_records::{
     Answer, EvalSummary, GenerationTotals, GroundTruthSummary, IsolationLevel, Listener,
     ReferenceResult, RunEvent, SampleRecord, Split, TimePolicy,
 };
-use assay_rundir::{RunDir, RunDirError, SUMMARY};
+use assay_rundir::{RunDir, RunDirError, RESULTS, SUMMARY};
 use assay_sandbox::Engine;
 use assay_tasks::bigcodebench::{Dataset, Task};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -17,14 +22,15 @@ use tokio::sync::mpsc;
 
 use super::ground_truth::References;
 use super::judge::{digest, judge, no_answer, Finished, Job};
-use super::official_files::Written;
+use super::official_files::{ByTask, Written};
 use super::options::Options;
 use super::queue::{Queue, Queued, Reference};
-use super::samples::{program, Sample, Samples};
-use super::summary::{scores, summarize};
+use super::samples::{program, Reader, Sample, Samples};
+use super::summary::Tally;
 use super::verdict::Environment;
 use crate::error::EvalError;
-use crate::resume::{reuse, Earlier, Wanted};
+use crate::records::{each_line, RecordFile, Span};
+use crate::resume::{locate, reuse, Earlier, RecordKey, Wanted};
 
 /// What judging runs on: the engine, the tasks, how, and what the environment lacks.
 #[derive(Clone, Copy)]
@@ -61,7 +67,7 @@ pub async fn check(
         time: TimePolicy::DEFAULT,
         times: references.sample_times.clone(),
     };
-    let (_, no_samples) = mpsc::unbounded_channel();
+    let (_, no_samples) = mpsc::channel(1);
     tokio::spawn(served.serve(measuring, no_samples, done));
     while let Some(finished) = rx.recv().await {
         match finished {
@@ -89,20 +95,85 @@ pub async fn check(
     Ok(references.summary(&dataset.tasks))
 }
 
+/// Where the answers judged come from.
+pub enum Answers<'a> {
+    /// A model answering as it goes (`assay run`).
+    Arriving(mpsc::UnboundedReceiver<Answer>),
+    /// A samples file, each sample read when its turn comes (`assay eval`).
+    File {
+        /// The samples.
+        samples: &'a Samples,
+        /// Reads them.
+        reader: Reader<'a>,
+        /// The order they are judged in, by index.
+        order: std::vec::IntoIter<usize>,
+        /// The tasks they answer.
+        tasks: HashMap<&'a str, &'a Task>,
+    },
+}
+
+impl<'a> Answers<'a> {
+    /// `samples` of `dataset` in the order `order` gives their indexes.
+    pub fn file(
+        samples: &'a Samples,
+        dataset: &'a Dataset,
+        order: Vec<usize>,
+    ) -> Result<Answers<'a>, EvalError> {
+        Ok(Answers::File {
+            samples,
+            reader: samples.reader()?,
+            order: order.into_iter(),
+            tasks: dataset.by_id(),
+        })
+    }
+
+    /// The next answer; none when there are no more.
+    async fn next(&mut self) -> Result<Option<Answer>, EvalError> {
+        match self {
+            Answers::Arriving(arriving) => Ok(arriving.recv().await),
+            Answers::File {
+                samples,
+                reader,
+                order,
+                tasks,
+            } => {
+                let Some(index) = order.next() else {
+                    return Ok(None);
+                };
+                let sample = &samples.samples[index];
+                Ok(Some(reader.answer(sample, tasks[sample.task_id.as_str()])?))
+            }
+        }
+    }
+}
+
+/// A place in the queue, once there is one: the queue takes jobs only while the engine has
+/// room for them. Never ready when the queue is closed.
+async fn room(
+    queue: &Option<mpsc::Sender<Queued>>,
+) -> Result<mpsc::Permit<'_, Queued>, mpsc::error::SendError<()>> {
+    match queue {
+        Some(queue) => queue.reserve().await,
+        None => std::future::pending().await,
+    }
+}
+
 impl Judging<'_> {
-    /// Judges every answer `answers` brings as soon as it arrives (its time limits tightening
-    /// to its task's reference's when that ends, if it still runs), until `answers` closes and
-    /// the last verdict is in: each new verdict appended to `run`'s `results.jsonl` (under the answer's index as it arrived), then told
-    /// to `listener`. An answer that runs the same program as one of `earlier` (an earlier
-    /// session's records) keeps that verdict instead. Reference solutions not measured yet
-    /// run on the way, into `references`. `expected`: answers to come in all, for progress.
+    /// Judges every answer `answers` brings (taking the next only when the engine has room
+    /// for it, so that what waits is never more than a few jobs), its time limits tightening
+    /// to its task's reference's when that ends, if it still runs; until `answers` ends and
+    /// the last verdict is in. Each new verdict is appended to `run`'s `results.jsonl` (under
+    /// the answer's index as it arrived), then told to `listener`. An answer that runs the
+    /// same program as one of `earlier` (an earlier session's records) keeps that verdict
+    /// instead. Reference solutions not measured yet run on the way, into `references`.
+    /// `expected`: answers to come in all, for progress.
     pub async fn judge(
         &self,
         run: &RunDir,
-        earlier: Vec<SampleRecord>,
+        earlier: Vec<RecordKey>,
         references: &mut References,
         expected: usize,
-        mut answers: mpsc::UnboundedReceiver<Answer>,
+        mut answers: Answers<'_>,
         listener: &mut dyn Listener,
     ) -> Result<Verdicts, EvalError> {
         let started = std::time::Instant::now();
@@ -114,7 +185,7 @@ impl Judging<'_> {
         listener.on_event(&RunEvent::ReferencesStarted {
             references: measuring.len(),
         });
-        let (queue, queued) = mpsc::unbounded_channel();
+        let (queue, queued) = mpsc::channel(1);
         let mut queue = Some(queue);
         let served = Queue {
             engine: self.engine.clone(),
@@ -123,15 +194,26 @@ impl Judging<'_> {
             times: references.sample_times.clone(),
         };
         tokio::spawn(served.serve(measuring, queued, done));
-        let mut records = Vec::new();
+        // The next job, until the queue has room for it; and whether answers may still come.
+        let mut next: Option<Queued> = None;
+        let mut arriving = true;
         // Whether the directory may hold an earlier session's figures.
         let mut concluded = true;
         loop {
+            if !arriving && next.is_none() {
+                // Nothing more to queue: the queue ends once its jobs have.
+                queue = None;
+            }
             tokio::select! {
-                answer = answers.recv(), if queue.is_some() => {
-                    let Some(answer) = answer else {
-                        // No more answers: the queue ends once its jobs have.
-                        queue = None;
+                place = room(&queue), if next.is_some() => {
+                    let job = next.take().expect("a job waits for its place");
+                    if let Ok(place) = place {
+                        place.send(job);
+                    }
+                }
+                answer = answers.next(), if arriving && next.is_none() => {
+                    let Some(answer) = answer? else {
+                        arriving = false;
                         continue;
                     };
                     let Some(task) = tasks.get(answer.task_id.as_str()) else {
@@ -141,13 +223,11 @@ impl Judging<'_> {
                         )));
                     };
                     let program = self.program(task, &answer.solution);
-                    if let Some(mut record) = kept.take(&answer.task_id, &program.1, answer.index) {
-                        record.index = answer.index;
+                    if let Some(record) = kept.take(&answer.task_id, &program.1, answer.index) {
                         listener.on_event(&RunEvent::SampleKept {
-                            task_id: record.task_id.clone(),
+                            task_id: record.task_id,
                             status: record.status,
                         });
-                        records.push(record);
                         continue;
                     }
                     // Known once its record is in; until then, on its way.
@@ -158,11 +238,9 @@ impl Judging<'_> {
                     };
                     let mut job = Job::new(answer.index, task, program, self.options);
                     job.note = answer.empty_note;
-                    if let Some(queue) = &queue {
-                        let _ = queue.send(Queued { job, reference });
-                    }
+                    next = Some(Queued { job, reference });
                 }
-                next = finished.recv() => match next {
+                ended = finished.recv() => match ended {
                     // Every sender is gone: the queue has ended, and every reference run.
                     None if queue.is_none() => break,
                     None => {
@@ -180,9 +258,8 @@ impl Judging<'_> {
                         }
                         run.append(&record)?;
                         listener.on_event(&RunEvent::SampleJudged {
-                            record: Box::new(record.clone()),
+                            record: Box::new(record),
                         });
-                        records.push(record);
                     }
                     Some(Finished::Reference(record)) => {
                         references.record(&record)?;
@@ -196,7 +273,7 @@ impl Judging<'_> {
                 },
             }
         }
-        Ok(Verdicts { records, started })
+        Ok(Verdicts { started })
     }
 
     /// Runs the samples at `indexes` of `samples` again (a stability round: the engine under
@@ -211,12 +288,13 @@ impl Judging<'_> {
         mut finished: impl FnMut(SampleRecord) -> Result<(), EvalError>,
     ) -> Result<(), EvalError> {
         let tasks: HashMap<&str, &Task> = self.dataset.by_id();
+        let reader = samples.reader()?;
         let chosen = indexes.iter().filter_map(|&i| samples.samples.get(i));
         // Polled from this one task, in this order: they queue for the slots in it.
         let mut jobs = FuturesUnordered::new();
         for (sample, measured) in longest_first(references, chosen) {
             let task = tasks[sample.task_id.as_str()];
-            let program = self.program(task, &sample.solution(task));
+            let program = self.program(task, &reader.code(sample)?.solution(task));
             let mut job = Job::new(sample.index, task, program, self.options);
             job.limit(&self.options.time, measured);
             jobs.push(judge(self.engine, self.environment, job));
@@ -233,10 +311,9 @@ impl Judging<'_> {
     }
 }
 
-/// Every answer's verdict, as judging left them: under the index each answer had when it
-/// arrived.
+/// What judging left: every answer's verdict in `results.jsonl`, under the index each answer
+/// had when it arrived (or an earlier session's).
 pub struct Verdicts {
-    records: Vec<SampleRecord>,
     started: std::time::Instant,
 }
 
@@ -265,7 +342,7 @@ impl Verdicts {
         references: &mut References,
         ending: Ending,
         listener: &mut dyn Listener,
-    ) -> Result<Judged, EvalError> {
+    ) -> Result<EvalSummary, EvalError> {
         let Ending {
             samples,
             model,
@@ -273,21 +350,20 @@ impl Verdicts {
             generation,
         } = ending;
         let options = judging.options;
-        let tasks: HashMap<&str, &Task> = judging.dataset.by_id();
-        let programs = programs(samples, &tasks, options.calibrated);
-        let results = reuse(
-            self.records,
+        run.sync()?;
+        let digests = digests(samples, judging.dataset, options.calibrated)?;
+        let chosen = reuse(
+            locate(&run.path().join(RESULTS))?,
             samples.samples.iter().map(|s| Wanted {
                 index: s.index,
                 task_id: &s.task_id,
-                digest: &programs[s.index].1,
+                digest: &digests[s.index],
             }),
         );
         // A job task that died (a panic) sent nothing: its samples have no verdict, and the
         // figures would quietly cover fewer samples.
-        let unjudged = samples.samples.len() - results.len();
+        let unjudged = samples.samples.len() - chosen.len();
         if unjudged > 0 {
-            run.sync()?;
             return Err(EvalError::Unjudged(format!(
                 "{unjudged} samples got no verdict (a job failed inside assay); rerun the same \
                  command to judge them"
@@ -295,11 +371,17 @@ impl Verdicts {
         }
         // One record per sample, in sample order: records of answers that arrived elsewhere
         // (or of samples that have since moved) are renumbered, those of no sample dropped.
-        run.rewrite_results(&results.values().collect::<Vec<_>>())?;
+        let earlier = RecordFile::open(&run.path().join(RESULTS))?;
+        let mut rewritten = run.create(RESULTS)?;
+        for (&index, located) in &chosen {
+            let mut record: SampleRecord = earlier.read(located.span)?;
+            record.index = index;
+            rewritten.write_line(&record)?;
+        }
+        run.replace_results(rewritten)?;
         references.sync()?;
-        references.remember_sample_times(results.values())?;
         let ground_truth = references.summary(&judging.dataset.tasks);
-        let summary = conclude(
+        let (summary, walls) = conclude(
             run,
             Concluded {
                 dataset: judging.dataset,
@@ -308,7 +390,6 @@ impl Verdicts {
                 calibrated: options.calibrated,
                 time_policy: options.time.clone(),
                 model,
-                results: results.clone(),
                 unanswered,
                 isolation: judging.engine.isolation().level,
                 ground_truth,
@@ -316,8 +397,9 @@ impl Verdicts {
                 wall: self.started.elapsed(),
             },
         )?;
+        references.remember_sample_times(&walls)?;
         listener.on_event(&RunEvent::JudgingFinished);
-        Ok(Judged { summary, results })
+        Ok(summary)
     }
 }
 
@@ -338,17 +420,9 @@ fn longest_first<'s, 'r>(
     ordered
 }
 
-/// What an evaluation came to: its figures and every sample's record, by index.
-pub struct Judged {
-    /// The figures (`summary.json`).
-    pub summary: EvalSummary,
-    /// Every sample's record, by index (the unanswered apart).
-    pub results: BTreeMap<usize, SampleRecord>,
-}
-
-/// What an evaluation's derived files are made from: the records of its samples and what they
-/// answer. An evaluation concludes with it, and so does a merge of shards (whose records were
-/// judged elsewhere).
+/// What an evaluation's derived files are made from: the records of its samples (in the run's
+/// `results.jsonl`, one per sample in sample order) and what they answer. An evaluation
+/// concludes with it, and so does a merge of shards (whose records were judged elsewhere).
 pub struct Concluded<'a> {
     /// The tasks.
     pub dataset: &'a Dataset,
@@ -362,8 +436,6 @@ pub struct Concluded<'a> {
     pub time_policy: TimePolicy,
     /// The model's name in `pass_at_k.json`.
     pub model: &'a str,
-    /// Every sample's record, by index.
-    pub results: BTreeMap<usize, SampleRecord>,
     /// Samples the model never answered (task, why), numbered after the samples.
     pub unanswered: &'a [(String, String)],
     /// The isolation the unanswered samples' records name.
@@ -377,8 +449,12 @@ pub struct Concluded<'a> {
     pub wall: std::time::Duration,
 }
 
-/// Writes `eval_results.json`, `pass_at_k.json` and `summary.json` from the records alone.
-pub fn conclude(run: &RunDir, concluded: Concluded) -> Result<EvalSummary, RunDirError> {
+/// Writes `eval_results.json`, `pass_at_k.json` and `summary.json` from the records alone,
+/// read one at a time: the summary, and per task the slowest sample run to a verdict.
+pub fn conclude(
+    run: &RunDir,
+    concluded: Concluded,
+) -> Result<(EvalSummary, BTreeMap<String, f64>), EvalError> {
     let Concluded {
         dataset,
         samples,
@@ -386,55 +462,95 @@ pub fn conclude(run: &RunDir, concluded: Concluded) -> Result<EvalSummary, RunDi
         calibrated,
         time_policy,
         model,
-        mut results,
         unanswered,
         isolation,
         ground_truth,
         generation,
         wall,
     } = concluded;
-    let tasks: HashMap<&str, &Task> = dataset.by_id();
-    let programs = programs(samples, &tasks, calibrated);
+    let path = run.path().join(RESULTS);
+    let mut tally = Tally::default();
+    let mut spans: Vec<Span> = Vec::with_capacity(samples.samples.len());
+    let mut judged = ByTask::new();
+    each_line(&path, |record: SampleRecord, span| {
+        let index = spans.len();
+        let Some(sample) = samples.samples.get(index) else {
+            return Err(corrupt(&path, index, "a record beyond the samples"));
+        };
+        if record.index != index || record.task_id != sample.task_id {
+            return Err(corrupt(
+                &path,
+                index,
+                &format!("not the record of sample {index} ({})", sample.task_id),
+            ));
+        }
+        if record.official.is_some() {
+            judged
+                .entry(sample.task_id.clone())
+                .or_default()
+                .push(index);
+        }
+        tally.add(&record);
+        spans.push(span);
+        Ok(())
+    })?;
+    if spans.len() != samples.samples.len() {
+        return Err(corrupt(&path, spans.len(), "no record of this sample"));
+    }
     // Samples the model never answered are `infra`: in both figures, as in the summary.
     for (i, (task_id, why)) in unanswered.iter().enumerate() {
         let index = samples.samples.len() + i;
-        results.insert(index, no_answer(index, task_id, why, isolation));
+        tally.add(&no_answer(index, task_id, why, isolation));
     }
-    let scores = scores(&results);
+    let scores = tally.scores();
     Written {
         dataset,
         samples,
         split,
         calibrated,
         model,
-        programs: &programs,
-        results: &results,
+        records: &RecordFile::open(&path)?,
+        spans: &spans,
+        judged: &judged,
         scores: &scores,
         ground_truth: &ground_truth,
     }
     .write(run)?;
-    let mut summary = summarize(dataset, &results, scores, ground_truth, time_policy, wall);
+    let walls = tally.walls().clone();
+    let mut summary = tally.summary(dataset, ground_truth, time_policy, wall);
     if let Some(totals) = generation {
         summary.tokens = Some(totals.usage.clone());
         summary.cost_usd = totals.cost_usd;
         summary.context = (!totals.context.is_zero()).then_some(totals.context);
     }
     run.write_json(SUMMARY, &summary)?;
-    Ok(summary)
+    Ok((summary, walls))
 }
 
-/// The program each sample runs and its digest, by sample index.
-fn programs(
+/// Why `results.jsonl` does not give sample `index` its record.
+fn corrupt(path: &std::path::Path, index: usize, what: &str) -> EvalError {
+    EvalError::RunDir(RunDirError::Corrupt {
+        path: path.to_path_buf(),
+        line: index + 1,
+        message: what.to_string(),
+    })
+}
+
+/// The digest of the program each sample runs, by sample index: read one sample at a time.
+fn digests(
     samples: &Samples,
-    tasks: &HashMap<&str, &Task>,
+    dataset: &Dataset,
     calibrated: bool,
-) -> Vec<(String, String)> {
+) -> Result<Vec<String>, EvalError> {
+    let tasks: HashMap<&str, &Task> = dataset.by_id();
+    let reader = samples.reader()?;
     samples
         .samples
         .iter()
         .map(|sample| {
             let task = tasks[sample.task_id.as_str()];
-            with_digest(program(&sample.solution(task), task, calibrated))
+            let solution = reader.code(sample)?.solution(task);
+            Ok(digest(&program(&solution, task, calibrated)))
         })
         .collect()
 }

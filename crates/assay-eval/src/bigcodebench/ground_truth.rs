@@ -170,12 +170,12 @@ impl References {
     /// Keeps how long an evaluation's samples took, for the order of later ones. Read again
     /// first: another evaluation may have written since this one opened (and if two write at
     /// once, one's times are lost, which costs only order).
-    pub fn remember_sample_times<'a>(
+    pub fn remember_sample_times(
         &mut self,
-        records: impl IntoIterator<Item = &'a SampleRecord>,
+        walls: &BTreeMap<String, f64>,
     ) -> Result<(), RunDirError> {
         let mut times = SampleTimes::load(self.dir.path());
-        times.learn(records);
+        times.learn(walls);
         self.dir.write_json(sample_times::FILE, &times)?;
         self.sample_times = times;
         Ok(())

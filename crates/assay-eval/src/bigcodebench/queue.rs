@@ -8,6 +8,11 @@
 //! as it ends (see `assay_sandbox::TimeLimits`), so that a first run's slowest task runs its
 //! reference and its samples side by side rather than one after the other. A sample that ends
 //! before its reference has its verdict settled when the reference does.
+//!
+//! Samples are taken from the judging only while the engine has room for them: twice the jobs
+//! it runs at once, handed over and waiting (the references, one per task, all at once). The
+//! engine never idles for want of work, and what waits is never more than a few jobs, however
+//! many samples the run has: the judging hands them in the order it wants them run.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -36,26 +41,8 @@ pub(crate) struct Queued {
     pub reference: Reference,
 }
 
-/// Work for the sandbox.
-enum Work {
-    Sample(Job),
-    Reference(Measuring),
-}
-
-impl Work {
-    fn job(&mut self) -> &mut Job {
-        match self {
-            Work::Sample(job) => job,
-            Work::Reference(measuring) => &mut measuring.job,
-        }
-    }
-}
-
-/// What a piece of work came to when its process ended.
-enum Ran {
-    Sample(Provisional),
-    Reference(Finished),
-}
+/// Samples handed to the engine and not ended, at most, per job it runs at once.
+const WINDOW_PER_RUNNING: usize = 2;
 
 /// Work handed to the engine.
 struct Handing {
@@ -71,12 +58,9 @@ struct Handing {
 }
 
 impl Handing {
-    /// `work`, expected to take `expected` seconds, to run in `running`: each job a task of
-    /// its own, so that its supervision (its pipes, its meter) runs on any of the runtime's
-    /// threads, not all of them on the queue's; dropping `running` kills them all.
-    fn hand(&mut self, running: &mut JoinSet<Ran>, mut work: Work, expected: f64) {
-        let reference = matches!(work, Work::Reference(_));
-        let job = work.job();
+    /// Has `job` (a reference's run or not), expected to take `expected` seconds, tell its
+    /// start.
+    fn announce(&mut self, job: &mut Job, reference: bool, expected: f64) {
         job.start = Start {
             expected_seconds: expected,
             signal: Some((self.starts.clone(), self.next)),
@@ -84,17 +68,27 @@ impl Handing {
         self.waiting
             .insert(self.next, (job.task_id.clone(), reference, expected));
         self.next += 1;
+    }
+
+    /// A reference's run, expected to take `expected` seconds, to run in `running`: each job
+    /// a task of its own, so that its supervision (its pipes, its meter) runs on any of the
+    /// runtime's threads, not all of them on the queue's; dropping `running` kills them all.
+    fn reference(
+        &mut self,
+        running: &mut JoinSet<Finished>,
+        mut measuring: Measuring,
+        expected: f64,
+    ) {
+        self.announce(&mut measuring.job, true, expected);
         let (engine, environment) = (self.engine.clone(), self.environment.clone());
-        running.spawn(async move {
-            match work {
-                Work::Sample(job) => {
-                    Ran::Sample(judge_provisional(&engine, &environment, job).await)
-                }
-                Work::Reference(measuring) => {
-                    Ran::Reference(measuring.run(&engine, &environment).await)
-                }
-            }
-        });
+        running.spawn(async move { measuring.run(&engine, &environment).await });
+    }
+
+    /// A sample's job, as [`Handing::reference`] hands a reference's.
+    fn sample(&mut self, running: &mut JoinSet<Provisional>, mut job: Job, expected: f64) {
+        self.announce(&mut job, false, expected);
+        let (engine, environment) = (self.engine.clone(), self.environment.clone());
+        running.spawn(async move { judge_provisional(&engine, &environment, job).await });
     }
 }
 
@@ -114,7 +108,7 @@ impl Queue {
     pub(crate) async fn serve(
         self,
         references: Vec<Measuring>,
-        mut queued: mpsc::UnboundedReceiver<Queued>,
+        mut queued: mpsc::Receiver<Queued>,
         done: mpsc::UnboundedSender<Finished>,
     ) {
         let Queue {
@@ -131,7 +125,9 @@ impl Queue {
             waiting: HashMap::new(),
             next: 0,
         };
-        let mut running = JoinSet::new();
+        let window = WINDOW_PER_RUNNING * engine.max_running();
+        // Apart, so that the samples' count the window.
+        let (mut references_running, mut samples_running) = (JoinSet::new(), JoinSet::new());
         // Longest first: the first to arrive start before the engine orders the rest.
         let mut references: Vec<(f64, Measuring)> = references
             .into_iter()
@@ -139,7 +135,7 @@ impl Queue {
             .collect();
         references.sort_by(|a, b| b.0.total_cmp(&a.0));
         for (expected, measuring) in references {
-            handing.hand(&mut running, Work::Reference(measuring), expected);
+            handing.reference(&mut references_running, measuring, expected);
         }
         // Samples that ended before their reference: their verdicts wait for it, holding
         // nothing of the engine.
@@ -148,7 +144,8 @@ impl Queue {
         let mut later = HashMap::new();
         let mut open = true;
         loop {
-            if !open && running.is_empty() && settling.is_empty() {
+            let running = references_running.len() + samples_running.len();
+            if !open && running == 0 && settling.is_empty() {
                 return;
             }
             // Biased, starts first: a job's start is told before its record.
@@ -160,7 +157,7 @@ impl Queue {
                     };
                     Finished::Started { task_id, reference, expected }
                 }
-                next = queued.recv(), if open => {
+                next = queued.recv(), if open && samples_running.len() < window => {
                     match next {
                         Some(Queued { mut job, reference }) => {
                             let expected = match reference {
@@ -178,16 +175,24 @@ impl Queue {
                                     times.expected(&job.task_id, None)
                                 }
                             };
-                            handing.hand(&mut running, Work::Sample(job), expected);
+                            handing.sample(&mut samples_running, job, expected);
                         }
                         None => open = false,
                     }
                     continue;
                 }
-                Some(ran) = running.join_next(), if !running.is_empty() => match ran {
-                    Ok(Ran::Reference(finished)) => finished,
-                    Ok(Ran::Sample(Provisional::Record(record))) => Finished::Sample(record),
-                    Ok(Ran::Sample(Provisional::Unsettled(unsettled, label))) => {
+                Some(ran) = references_running.join_next(), if !references_running.is_empty() => {
+                    match ran {
+                        Ok(finished) => finished,
+                        Err(e) => {
+                            tracing::error!("a reference's task failed: {e}");
+                            continue;
+                        }
+                    }
+                }
+                Some(ran) = samples_running.join_next(), if !samples_running.is_empty() => match ran {
+                    Ok(Provisional::Record(record)) => Finished::Sample(record),
+                    Ok(Provisional::Unsettled(unsettled, label)) => {
                         let environment = environment.clone();
                         settling.spawn(async move {
                             label.record(unsettled.settle().await, &environment)

@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use assay_records::{SampleRecord, Status};
 use serde::{Deserialize, Serialize};
 
 use super::slow_tasks;
@@ -55,15 +54,13 @@ impl SampleTimes {
         seen.max(reference.unwrap_or(0.0))
     }
 
-    /// Takes the times of an evaluation's records: a task's sample slower than any seen
-    /// before raises its time. Samples that were not run to a verdict (`infra`) say nothing.
-    pub fn learn<'a>(&mut self, records: impl IntoIterator<Item = &'a SampleRecord>) {
-        for record in records {
-            if record.status == Status::Infra {
-                continue;
-            }
-            let seconds = self.tasks.entry(record.task_id.clone()).or_insert(0.0);
-            *seconds = seconds.max(record.wall_seconds);
+    /// Takes an evaluation's times: per task, its slowest sample run to a verdict (`infra`
+    /// says nothing; see [`super::summary::Tally::walls`]). A task's sample slower than any
+    /// seen before raises its time.
+    pub fn learn(&mut self, walls: &BTreeMap<String, f64>) {
+        for (task_id, &wall) in walls {
+            let seconds = self.tasks.entry(task_id.clone()).or_insert(0.0);
+            *seconds = seconds.max(wall);
         }
     }
 }
@@ -71,6 +68,17 @@ impl SampleTimes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bigcodebench::summary::Tally;
+    use assay_records::{SampleRecord, Status};
+
+    /// What a tally of `records` gives to learn.
+    fn walls(records: &[SampleRecord]) -> BTreeMap<String, f64> {
+        let mut tally = Tally::default();
+        for record in records {
+            tally.add(record);
+        }
+        tally.walls().clone()
+    }
 
     fn record(task_id: &str, status: Status, wall_seconds: f64) -> SampleRecord {
         let line = serde_json::json!({
@@ -85,12 +93,12 @@ mod tests {
     #[test]
     fn the_slowest_judged_sample_ever_seen_sets_the_order() {
         let mut times = SampleTimes::default();
-        times.learn(&[
+        times.learn(&walls(&[
             record("T/1", Status::Pass, 30.0),
             record("T/1", Status::Fail, 2.0),
             record("T/2", Status::Timeout, 20.0),
             record("T/3", Status::Infra, 99.0),
-        ]);
+        ]));
         // A slow sample beats a quick reference; a slow reference beats a quick sample.
         assert_eq!(times.expected("T/1", Some(0.3)), 30.0);
         assert_eq!(times.expected("T/2", Some(60.0)), 60.0);
@@ -101,10 +109,10 @@ mod tests {
         assert_eq!(times.expected("BigCodeBench/461", Some(0.5)), 0.5);
         assert!(times.expected("BigCodeBench/461", None) > 100.0);
         // A later run's quicker sample changes nothing; a slower one raises the time.
-        times.learn(&[
+        times.learn(&walls(&[
             record("T/1", Status::Pass, 1.0),
             record("T/2", Status::Pass, 25.0),
-        ]);
+        ]));
         assert_eq!(times.expected("T/1", Some(0.3)), 30.0);
         assert_eq!(times.expected("T/2", None), 25.0);
     }
@@ -116,7 +124,7 @@ mod tests {
         std::fs::write(dir.path().join(FILE), "{\"tasks\": {\"T/1\": ").unwrap();
         assert_eq!(SampleTimes::load(dir.path()), SampleTimes::default());
         let mut times = SampleTimes::default();
-        times.learn(&[record("T/1", Status::Pass, 3.0)]);
+        times.learn(&walls(&[record("T/1", Status::Pass, 3.0)]));
         std::fs::write(
             dir.path().join(FILE),
             serde_json::to_string(&times).unwrap(),

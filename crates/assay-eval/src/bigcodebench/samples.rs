@@ -1,13 +1,24 @@
 //! Samples in the official format: one JSON object per line with `task_id` and either
 //! `solution` (a whole program) or `completion` (text to append to the Complete prompt). Any
 //! other field (`raw_solution`...) is kept as it was.
+//!
+//! A samples file is checked whole when it is loaded, but only where each sample lies is kept:
+//! its code is read again when it is judged, so that assay's memory does not grow with the
+//! samples (pass@k studies, RL rollouts). Each line's digest is kept too, so a file changed
+//! since is an error, never another answer judged.
 
 use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use assay_records::Answer;
+use assay_rundir::RunDir;
 use assay_tasks::bigcodebench::{task_number, Dataset, Task};
 use serde_json::Value;
+
+use crate::error::EvalError;
 
 /// A sample file that can't be evaluated as it is. Every message names the file and, where
 /// there is one, the line and the field.
@@ -51,7 +62,18 @@ pub enum Code {
     Completion(String),
 }
 
-/// One sample: an answer to one task.
+impl Code {
+    /// The whole program the sample submits: the solution, or the Complete prompt and the
+    /// completion.
+    pub fn solution(&self, task: &Task) -> String {
+        match self {
+            Code::Solution(text) => text.clone(),
+            Code::Completion(text) => format!("{}{text}", task.complete_prompt),
+        }
+    }
+}
+
+/// One sample: an answer to one task, and where its line is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// Position among the file's samples (0-based), the key results are stored under.
@@ -60,32 +82,12 @@ pub struct Sample {
     pub line: usize,
     /// The task it answers.
     pub task_id: String,
-    /// The answer.
-    pub code: Code,
-    /// The line as given: the run directory keeps what it evaluated byte for byte (field
-    /// order, `raw_solution` and all).
-    pub text: String,
-}
-
-impl Sample {
-    /// The whole program the sample submits: the solution, or the Complete prompt and the
-    /// completion.
-    pub fn solution(&self, task: &Task) -> String {
-        match &self.code {
-            Code::Solution(text) => text.clone(),
-            Code::Completion(text) => format!("{}{text}", task.complete_prompt),
-        }
-    }
-
-    /// The sample as an answer to judge.
-    pub fn answer(&self, task: &Task) -> Answer {
-        Answer {
-            index: self.index,
-            task_id: self.task_id.clone(),
-            solution: self.solution(task),
-            empty_note: None,
-        }
-    }
+    /// Where the line starts in the file.
+    offset: u64,
+    /// Its length in bytes, without the line's end.
+    len: usize,
+    /// A digest of the line: what it held when the file was loaded.
+    check: [u8; 8],
 }
 
 /// The program the official harness executes for `solution`: behind the task's imports and a
@@ -122,53 +124,176 @@ impl Samples {
         }
         counts
     }
+
+    /// Reads the samples' lines again, one at a time.
+    pub fn reader(&self) -> Result<Reader<'_>, SamplesError> {
+        let file = File::open(&self.path).map_err(|source| SamplesError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        Ok(Reader {
+            samples: self,
+            file,
+        })
+    }
+
+    /// Writes the samples' lines, and no other, as `name` in `run` (what the run directory
+    /// keeps of what it evaluated, byte for byte): the samples as read from there.
+    pub fn write_into(&self, run: &RunDir, name: &str) -> Result<Samples, EvalError> {
+        let reader = self.reader()?;
+        let mut file = run.create(name)?;
+        let mut copied = Vec::with_capacity(self.samples.len());
+        let mut offset = 0;
+        for sample in &self.samples {
+            let text = reader.text(sample)?;
+            file.write_all(text.as_bytes())?;
+            file.write_all(b"\n")?;
+            copied.push(Sample {
+                offset,
+                ..sample.clone()
+            });
+            offset += sample.len as u64 + 1;
+        }
+        file.commit()?;
+        Ok(Samples {
+            path: run.path().join(name),
+            samples: copied,
+            skipped: self.skipped,
+            digest: self.digest.clone(),
+        })
+    }
 }
 
-/// Reads `path` (JSON lines) against `dataset`.
+/// The samples of a file, read again one by one (each checked to be the line loaded).
+pub struct Reader<'a> {
+    samples: &'a Samples,
+    file: File,
+}
+
+impl Reader<'_> {
+    /// The line of `sample` as given.
+    pub fn text(&self, sample: &Sample) -> Result<String, SamplesError> {
+        let path = &self.samples.path;
+        let changed = || SamplesError::Line {
+            path: path.clone(),
+            line: sample.line,
+            message: "the file has changed since it was read: evaluate it again".into(),
+        };
+        let mut bytes = vec![0; sample.len];
+        self.file
+            .read_exact_at(&mut bytes, sample.offset)
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::UnexpectedEof => changed(),
+                _ => SamplesError::Io {
+                    path: path.clone(),
+                    source,
+                },
+            })?;
+        if line_check(&bytes) != sample.check {
+            return Err(changed());
+        }
+        String::from_utf8(bytes).map_err(|_| changed())
+    }
+
+    /// What `sample` answers with.
+    pub fn code(&self, sample: &Sample) -> Result<Code, SamplesError> {
+        let text = self.text(sample)?;
+        parse(&text)
+            .map(|(_, code)| code)
+            .map_err(|message| SamplesError::Line {
+                path: self.samples.path.clone(),
+                line: sample.line,
+                message,
+            })
+    }
+
+    /// The sample as an answer to judge.
+    pub fn answer(&self, sample: &Sample, task: &Task) -> Result<Answer, SamplesError> {
+        Ok(Answer {
+            index: sample.index,
+            task_id: sample.task_id.clone(),
+            solution: self.code(sample)?.solution(task),
+            empty_note: None,
+        })
+    }
+}
+
+/// A line's digest, as a sample keeps it.
+fn line_check(line: &[u8]) -> [u8; 8] {
+    let hash = blake3::hash(line);
+    let mut check = [0; 8];
+    check.copy_from_slice(&hash.as_bytes()[..8]);
+    check
+}
+
+/// A line's task and code, or what is wrong with it (naming the field).
+fn parse(line: &str) -> Result<(String, Code), String> {
+    let value: Value = serde_json::from_str(line).map_err(|e| format!("not valid JSON: {e}"))?;
+    let Value::Object(fields) = value else {
+        return Err("not a JSON object".into());
+    };
+    let task_id = match fields.get("task_id") {
+        Some(Value::String(id)) => id.clone(),
+        Some(_) => return Err("field `task_id` is not a string".into()),
+        None => return Err("field `task_id` is missing".into()),
+    };
+    let code = match (fields.get("solution"), fields.get("completion")) {
+        (Some(Value::String(s)), _) => Code::Solution(s.clone()),
+        (Some(_), _) => return Err("field `solution` is not a string".into()),
+        (None, Some(Value::String(c))) => Code::Completion(c.clone()),
+        (None, Some(_)) => return Err("field `completion` is not a string".into()),
+        (None, None) => {
+            return Err(
+                "needs a `solution` (a program) or a `completion` (of the prompt) field".into(),
+            )
+        }
+    };
+    Ok((task_id, code))
+}
+
+/// Reads `path` (JSON lines) against `dataset`: every line checked, where each sample lies
+/// kept.
 pub fn load(path: &Path, dataset: &Dataset) -> Result<Samples, SamplesError> {
-    let bytes = std::fs::read(path).map_err(|source| SamplesError::Io {
+    let io = |source| SamplesError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
     let file_error = |message: String| SamplesError::File {
         path: path.to_path_buf(),
         message,
     };
-    let text = String::from_utf8(bytes).map_err(|e| file_error(format!("not UTF-8 text: {e}")))?;
+    let mut reader = BufReader::new(File::open(path).map_err(io)?);
     let known: HashMap<&str, &Task> = dataset.by_id();
+    let mut hasher = blake3::Hasher::new();
     let mut samples = Vec::new();
     let mut skipped = 0;
-    for (number, line) in text.lines().enumerate() {
-        let number = number + 1;
-        if line.trim().is_empty() {
-            continue;
+    let (mut bytes, mut offset, mut number) = (Vec::new(), 0u64, 0);
+    loop {
+        bytes.clear();
+        let read = reader.read_until(b'\n', &mut bytes).map_err(io)?;
+        if read == 0 {
+            break;
         }
+        hasher.update(&bytes);
+        let start = offset;
+        offset += read as u64;
+        number += 1;
         let error = |message: String| SamplesError::Line {
             path: path.to_path_buf(),
             line: number,
             message,
         };
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| error(format!("not valid JSON: {e}")))?;
-        let Value::Object(fields) = value else {
-            return Err(error("not a JSON object".into()));
-        };
-        let task_id = match fields.get("task_id") {
-            Some(Value::String(id)) => id.clone(),
-            Some(_) => return Err(error("field `task_id` is not a string".into())),
-            None => return Err(error("field `task_id` is missing".into())),
-        };
-        let code = match (fields.get("solution"), fields.get("completion")) {
-            (Some(Value::String(s)), _) => Code::Solution(s.clone()),
-            (Some(_), _) => return Err(error("field `solution` is not a string".into())),
-            (None, Some(Value::String(c))) => Code::Completion(c.clone()),
-            (None, Some(_)) => return Err(error("field `completion` is not a string".into())),
-            (None, None) => {
-                return Err(error(
-                    "needs a `solution` (a program) or a `completion` (of the prompt) field".into(),
-                ))
-            }
-        };
+        // The line as `str::lines` gives it: without its `\n` or `\r\n`.
+        let mut content = &bytes[..];
+        if let Some(rest) = content.strip_suffix(b"\n") {
+            content = rest.strip_suffix(b"\r").unwrap_or(rest);
+        }
+        let line =
+            std::str::from_utf8(content).map_err(|e| error(format!("not UTF-8 text: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (task_id, _) = parse(line).map_err(error)?;
         if !known.contains_key(task_id.as_str()) {
             let in_benchmark = task_number(&task_id).is_some_and(|n| n < 1140);
             if in_benchmark && dataset.tasks.len() < 1140 {
@@ -184,8 +309,9 @@ pub fn load(path: &Path, dataset: &Dataset) -> Result<Samples, SamplesError> {
             index: samples.len(),
             line: number,
             task_id,
-            code,
-            text: line.to_string(),
+            offset: start,
+            len: content.len(),
+            check: line_check(content),
         });
     }
     if samples.is_empty() {
@@ -200,7 +326,7 @@ pub fn load(path: &Path, dataset: &Dataset) -> Result<Samples, SamplesError> {
         path: path.to_path_buf(),
         samples,
         skipped,
-        digest: blake3::hash(text.as_bytes()).to_hex()[..16].to_string(),
+        digest: hasher.finalize().to_hex()[..16].to_string(),
     };
     check_duplicates(&loaded)?;
     Ok(loaded)
@@ -295,20 +421,22 @@ mod tests {
         let samples = load(&path, &full).unwrap();
         assert_eq!(samples.samples.len(), 2);
         assert_eq!(samples.samples[1].line, 2);
+        let reader = samples.reader().unwrap();
         assert_eq!(
-            samples.samples[0].text,
+            reader.text(&samples.samples[0]).unwrap(),
             line(0, "solution", "def task_func(): pass")
         );
         let task0 = full.get("BigCodeBench/0").unwrap();
-        let calibrated = program(&samples.samples[0].solution(task0), task0, true);
+        let code0 = reader.code(&samples.samples[0]).unwrap();
+        let calibrated = program(&code0.solution(task0), task0, true);
         assert_eq!(
             calibrated,
             format!("{}\n    pass\ndef task_func(): pass", task0.code_prompt)
         );
-        assert_eq!(samples.samples[0].solution(task0), "def task_func(): pass");
+        assert_eq!(code0.solution(task0), "def task_func(): pass");
         let task1 = full.get("BigCodeBench/1").unwrap();
         assert_eq!(
-            samples.samples[1].solution(task1),
+            reader.code(&samples.samples[1]).unwrap().solution(task1),
             format!("{}    return 1\n", task1.complete_prompt)
         );
     }
@@ -327,6 +455,53 @@ mod tests {
         let only_other = write(dir.path(), &[line(0, "solution", "a")]);
         let err = load(&only_other, &hard).unwrap_err().to_string();
         assert!(err.contains("none of its 1 samples"), "{err}");
+    }
+
+    #[test]
+    fn samples_are_read_again_as_loaded_and_a_changed_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let hard = Dataset::embedded("v0.1.4", Subset::Hard).unwrap();
+        // CRLF line ends, a blank line and a sample of another subset: the copy keeps the
+        // samples' lines alone.
+        let lines = [
+            line(13, "solution", "a"),
+            String::new(),
+            line(0, "solution", "skipped"),
+            line(15, "completion", "b"),
+        ];
+        let path = dir.path().join("samples.jsonl");
+        std::fs::write(&path, lines.join("\r\n")).unwrap();
+        let samples = load(&path, &hard).unwrap();
+        assert_eq!((samples.samples.len(), samples.skipped), (2, 1));
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let manifest = assay_records::Manifest::new(
+            assay_records::Kind::BigcodebenchEval,
+            assay_records::Identity::default(),
+        );
+        let opened = RunDir::open::<Value>(&run, &manifest).unwrap();
+        let copy = samples.write_into(&opened.dir, "copy.jsonl").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(run.join("copy.jsonl")).unwrap(),
+            format!("{}\n{}\n", lines[0], lines[3])
+        );
+        let reader = copy.reader().unwrap();
+        assert_eq!(reader.text(&copy.samples[1]).unwrap(), lines[3]);
+        assert_eq!(copy.digest, samples.digest);
+        // The same length, another answer: refused, naming the line.
+        std::fs::write(&path, lines.join("\r\n").replace("\"b\"", "\"c\"")).unwrap();
+        let err = samples
+            .reader()
+            .unwrap()
+            .code(&samples.samples[1])
+            .unwrap_err();
+        assert!(
+            err.to_string().ends_with(
+                "samples.jsonl:4: the file has changed since it was read: \
+             evaluate it again"
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! What an evaluation came to, from its records: pass@k two ways and the summary.
+//! What an evaluation came to, from its records: pass@k two ways and the summary, counted one
+//! record at a time (per task, never every record held), so that a run's memory does not grow
+//! with its samples.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use assay_records::{
@@ -13,110 +15,152 @@ use assay_tasks::bigcodebench::Dataset;
 /// Slowest samples a summary lists.
 const SLOWEST_LISTED: usize = 10;
 
-/// pass@k with `infra` samples left out (tasks with none judged left out too), and with
-/// them counted as failures.
-pub fn scores(results: &BTreeMap<usize, SampleRecord>) -> Scores {
-    let empty = TaskTally {
-        samples: 0,
-        passed: 0,
-    };
-    let mut judged: BTreeMap<&str, TaskTally> = BTreeMap::new();
-    let mut all: BTreeMap<&str, TaskTally> = BTreeMap::new();
-    for result in results.values() {
-        let passed = result.passed();
-        let tally = all.entry(result.task_id.as_str()).or_insert(empty);
-        tally.samples += 1;
-        tally.passed += u64::from(passed);
-        if result.official.is_some() {
-            let tally = judged.entry(result.task_id.as_str()).or_insert(empty);
-            tally.samples += 1;
-            tally.passed += u64::from(passed);
-        }
-    }
-    let named = |tallies: Vec<TaskTally>| {
-        pass_at_ks(&tallies, DEFAULT_KS)
-            .into_iter()
-            .map(|(k, v)| (format!("pass@{k}"), v))
-            .collect()
-    };
-    Scores {
-        pass_at_k: named(judged.values().copied().collect()),
-        tasks_judged: judged.len(),
-        tasks_set_apart: all
-            .keys()
-            .filter(|task| !judged.contains_key(*task))
-            .map(|task| task.to_string())
-            .collect(),
-        samples_set_apart: results.values().filter(|r| r.official.is_none()).count(),
-        pass_at_k_infra_as_fail: named(all.into_values().collect()),
-    }
+/// A run's records counted as they are read: everything its figures are made of.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Per task, its samples with a verdict (`infra` set apart).
+    judged: BTreeMap<String, TaskTally>,
+    /// Per task, all its samples (`infra` as failures).
+    all: BTreeMap<String, TaskTally>,
+    samples: usize,
+    set_apart: usize,
+    statuses: BTreeMap<String, usize>,
+    officials: BTreeMap<String, usize>,
+    /// The last `infra` reason of each task with one.
+    infra: BTreeMap<String, String>,
+    gamed: Gamed,
+    /// Slowest first; among equals, in record order.
+    slowest: Vec<Slow>,
+    budgets_saved: BudgetsSaved,
+    /// Per task, its slowest sample run to a verdict.
+    walls: BTreeMap<String, f64>,
 }
 
-/// The summary of `results` over `dataset`.
-pub fn summarize(
-    dataset: &Dataset,
-    results: &BTreeMap<usize, SampleRecord>,
-    scores: Scores,
-    ground_truth: GroundTruthSummary,
-    time_policy: TimePolicy,
-    wall: Duration,
-) -> EvalSummary {
-    let mut statuses = BTreeMap::new();
-    let mut officials = BTreeMap::new();
-    let mut infra = BTreeMap::new();
-    let mut seen = BTreeSet::new();
-    for result in results.values() {
-        seen.insert(result.task_id.as_str());
-        *statuses.entry(result.status.to_string()).or_insert(0) += 1;
-        match &result.official {
+impl Tally {
+    /// Counts one more sample's record.
+    pub fn add(&mut self, record: &SampleRecord) {
+        let passed = u64::from(record.passed());
+        let count = |tallies: &mut BTreeMap<String, TaskTally>| {
+            let tally = tallies.entry(record.task_id.clone()).or_insert(TaskTally {
+                samples: 0,
+                passed: 0,
+            });
+            tally.samples += 1;
+            tally.passed += passed;
+        };
+        count(&mut self.all);
+        self.samples += 1;
+        *self.statuses.entry(record.status.to_string()).or_insert(0) += 1;
+        match &record.official {
             Some(verdict) => {
-                *officials
+                count(&mut self.judged);
+                *self
+                    .officials
                     .entry(verdict.status.as_str().to_string())
                     .or_insert(0) += 1;
             }
             None => {
-                infra.insert(result.task_id.clone(), result.reason.clone());
+                self.set_apart += 1;
+                self.infra
+                    .insert(record.task_id.clone(), record.reason.clone());
             }
         }
-    }
-    let mut slowest: Vec<Slow> = results
-        .values()
-        .map(|r| Slow(r.task_id.clone(), r.wall_seconds, r.status.to_string()))
-        .collect();
-    slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
-    slowest.truncate(SLOWEST_LISTED);
-    let mut budgets_saved = BudgetsSaved::default();
-    let official = OFFICIAL_TIMEOUT_SECONDS as f64;
-    for result in results.values() {
-        if result.status == Status::Timeout && result.wall_seconds < official {
-            budgets_saved.samples += 1;
-            budgets_saved.seconds += official - result.wall_seconds;
+        self.gamed.add(record);
+        let wall = record.wall_seconds;
+        let at = self
+            .slowest
+            .partition_point(|s| s.1.total_cmp(&wall).is_ge());
+        if at < SLOWEST_LISTED {
+            let slow = Slow(record.task_id.clone(), wall, record.status.to_string());
+            self.slowest.insert(at, slow);
+            self.slowest.truncate(SLOWEST_LISTED);
+        }
+        let official = OFFICIAL_TIMEOUT_SECONDS as f64;
+        if record.status == Status::Timeout && wall < official {
+            self.budgets_saved.samples += 1;
+            self.budgets_saved.seconds += official - wall;
+        }
+        if record.status != Status::Infra {
+            let seen = self.walls.entry(record.task_id.clone()).or_insert(0.0);
+            *seen = seen.max(wall);
         }
     }
-    EvalSummary {
-        scores,
-        tasks_in_dataset: dataset.tasks.len(),
-        tasks_missing: dataset
-            .tasks
-            .iter()
-            .filter(|t| !seen.contains(t.task_id.as_str()))
-            .map(|t| t.task_id.clone())
-            .collect(),
-        samples: results.len(),
-        statuses,
-        official: officials,
-        infra,
-        gamed: Gamed::of(results.values()),
-        slowest,
-        ground_truth,
-        time_policy,
-        budgets_saved,
-        tokens: None,
-        cost_usd: None,
-        context: None,
-        stability: None,
-        wall_seconds: wall.as_secs_f64(),
+
+    /// Records counted.
+    pub fn samples(&self) -> usize {
+        self.samples
     }
+
+    /// Per task, its slowest sample run to a verdict (what orders a later run).
+    pub fn walls(&self) -> &BTreeMap<String, f64> {
+        &self.walls
+    }
+
+    /// pass@k with `infra` samples left out (tasks with none judged left out too), and with
+    /// them counted as failures.
+    pub fn scores(&self) -> Scores {
+        let named = |tallies: Vec<TaskTally>| {
+            pass_at_ks(&tallies, DEFAULT_KS)
+                .into_iter()
+                .map(|(k, v)| (format!("pass@{k}"), v))
+                .collect()
+        };
+        Scores {
+            pass_at_k: named(self.judged.values().copied().collect()),
+            tasks_judged: self.judged.len(),
+            tasks_set_apart: self
+                .all
+                .keys()
+                .filter(|task| !self.judged.contains_key(*task))
+                .cloned()
+                .collect(),
+            samples_set_apart: self.set_apart,
+            pass_at_k_infra_as_fail: named(self.all.values().copied().collect()),
+        }
+    }
+
+    /// The summary over `dataset`.
+    pub fn summary(
+        self,
+        dataset: &Dataset,
+        ground_truth: GroundTruthSummary,
+        time_policy: TimePolicy,
+        wall: Duration,
+    ) -> EvalSummary {
+        EvalSummary {
+            scores: self.scores(),
+            tasks_in_dataset: dataset.tasks.len(),
+            tasks_missing: dataset
+                .tasks
+                .iter()
+                .filter(|t| !self.all.contains_key(&t.task_id))
+                .map(|t| t.task_id.clone())
+                .collect(),
+            samples: self.samples,
+            statuses: self.statuses,
+            official: self.officials,
+            infra: self.infra,
+            gamed: self.gamed,
+            slowest: self.slowest,
+            ground_truth,
+            time_policy,
+            budgets_saved: self.budgets_saved,
+            tokens: None,
+            cost_usd: None,
+            context: None,
+            stability: None,
+            wall_seconds: wall.as_secs_f64(),
+        }
+    }
+}
+
+/// pass@k of `results`, two ways ([`Tally::scores`]).
+pub fn scores(results: &BTreeMap<usize, SampleRecord>) -> Scores {
+    let mut tally = Tally::default();
+    for record in results.values() {
+        tally.add(record);
+    }
+    tally.scores()
 }
 
 #[cfg(test)]
@@ -198,10 +242,12 @@ mod tests {
                 highest: Vec::new(),
             },
         };
-        let summary = summarize(
+        let mut tally = Tally::default();
+        for record in results.values() {
+            tally.add(record);
+        }
+        let summary = tally.summary(
             &dataset,
-            &results,
-            scores(&results),
             ground_truth,
             TimePolicy::DEFAULT,
             Duration::from_secs(1),

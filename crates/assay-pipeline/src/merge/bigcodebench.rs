@@ -9,12 +9,14 @@ use std::path::{Path, PathBuf};
 use assay_eval::bigcodebench::evaluation::{conclude, Concluded};
 use assay_eval::bigcodebench::ground_truth::PEAKS_LISTED;
 use assay_eval::bigcodebench::samples;
+use assay_eval::records::{each_line, RecordFile, Span};
+use assay_eval::resume::RecordKey;
 use assay_records::{
     EvalSummary, GenerationDone, GenerationOutcome, GenerationRecord, GroundTruthSummary, Kind,
-    ProcessPeaks, SampleRecord, Split, TimePolicy, Unanswered,
+    ProcessPeaks, SampleRecord, Split, Status, TimePolicy, Unanswered,
 };
 use assay_report::read_lines;
-use assay_rundir::SAMPLES;
+use assay_rundir::{RunDirError, RESULTS, SAMPLES};
 use assay_tasks::bigcodebench::Dataset;
 use serde_json::Value;
 
@@ -22,37 +24,41 @@ use super::{complete, invalid, merged_manifest, open_out, Figures, Head, TaskOrd
 use crate::error::PipelineError;
 use crate::selection::TaskSelection;
 
-/// One shard, read whole.
+/// One shard: where its samples and records lie (read from its files as they are joined),
+/// and its generation's requests.
 struct Part {
-    /// `samples.jsonl`'s lines.
-    rows: Vec<String>,
-    /// Each row's task.
-    row_tasks: Vec<String>,
+    /// `samples.jsonl`.
+    rows: RecordFile,
+    /// Each row's task and where it lies.
+    row_spans: Vec<(String, Span)>,
     generation: Vec<GenerationRecord>,
     /// What judging came to (none for a generation).
     judged: Option<Judged>,
 }
 
-/// A judged shard's records, one per row in row order, and figures.
+/// A judged shard's records, one per row in row order (where each lies, and its verdict),
+/// and figures.
 struct Judged {
-    records: Vec<SampleRecord>,
+    /// `results.jsonl`.
+    file: RecordFile,
+    records: Vec<(Span, Status)>,
     summary: EvalSummary,
     model: String,
 }
 
 impl super::Part for Part {
-    fn verdicts(&self) -> Vec<(String, String)> {
-        (0..self.rows.len())
-            .map(|i| {
-                let code = blake3::hash(self.rows[i].as_bytes()).to_hex();
-                let key = format!("{} sample {i} (code {})", self.row_tasks[i], &code[..12]);
+    fn verdicts(&self) -> Result<Vec<(String, String)>, PipelineError> {
+        self.row_spans
+            .iter()
+            .enumerate()
+            .map(|(i, (task, span))| {
+                let code = blake3::hash(&self.rows.bytes(*span)?).to_hex();
+                let key = format!("{task} sample {i} (code {})", &code[..12]);
                 let verdict = match &self.judged {
-                    Some(judged) => {
-                        serde_json::to_string(&judged.records[i].status).unwrap_or_default()
-                    }
+                    Some(judged) => serde_json::to_string(&judged.records[i].1).unwrap_or_default(),
                     None => "answered".into(),
                 };
-                (key, verdict)
+                Ok((key, verdict))
             })
             .collect()
     }
@@ -62,84 +68,91 @@ impl super::Part for Part {
 fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
     let dir = &head.dir;
     let report = |e: assay_report::SourceError| invalid(e.to_string());
-    let text = |name: &str| std::fs::read_to_string(dir.join(name));
     let generation = read_lines(&dir.join(assay_generate::GENERATION)).map_err(report)?;
-    if head.manifest.kind == Kind::BigcodebenchGenerate {
-        let (Ok(rows), Some(_)) = (text(SAMPLES), &head.manifest.generation) else {
-            return Ok(Err("has not ended its generation".into()));
+    let rows_path = dir.join(SAMPLES);
+    let finished = match head.manifest.kind {
+        Kind::BigcodebenchGenerate => head.manifest.generation.is_some(),
+        _ => ["summary.json", "pass_at_k.json"]
+            .iter()
+            .all(|name| dir.join(name).is_file()),
+    };
+    if !finished || !rows_path.is_file() {
+        return Ok(Err(match head.manifest.kind {
+            Kind::BigcodebenchGenerate => "has not ended its generation".into(),
+            _ => "has not ended (no samples.jsonl, summary.json or pass_at_k.json)".into(),
+        }));
+    }
+    let mut row_spans = Vec::new();
+    each_line(&rows_path, |row: Value, span| {
+        let Some(task_id) = row["task_id"].as_str() else {
+            return Err(invalid(format!(
+                "{}:{}: a sample without its task_id",
+                rows_path.display(),
+                row_spans.len() + 1
+            )));
         };
-        let rows: Vec<String> = rows.lines().map(str::to_string).collect();
-        let row_tasks = row_tasks(dir, &rows)?;
+        row_spans.push((task_id.to_string(), span));
+        Ok(())
+    })?;
+    let rows = RecordFile::open(&rows_path)?;
+    if head.manifest.kind == Kind::BigcodebenchGenerate {
         return Ok(Ok(Part {
             rows,
-            row_tasks,
+            row_spans,
             generation,
             judged: None,
         }));
     }
-    let (Ok(rows), Ok(summary), Ok(pass_at_k)) =
-        (text(SAMPLES), text("summary.json"), text("pass_at_k.json"))
-    else {
+    let text = |name: &str| std::fs::read_to_string(dir.join(name));
+    let (Ok(summary), Ok(pass_at_k)) = (text("summary.json"), text("pass_at_k.json")) else {
         return Ok(Err(
             "has not ended (no samples.jsonl, summary.json or pass_at_k.json)".into(),
         ));
     };
-    let rows: Vec<String> = rows.lines().map(str::to_string).collect();
     let summary: EvalSummary = serde_json::from_str(&summary)
         .map_err(|e| invalid(format!("{}: summary.json: {e}", dir.display())))?;
     let pass_at_k: Value = serde_json::from_str(&pass_at_k)
         .map_err(|e| invalid(format!("{}: pass_at_k.json: {e}", dir.display())))?;
     // The last record of a sample is its own (a resumed run appends).
-    let mut records: BTreeMap<usize, SampleRecord> = BTreeMap::new();
-    for record in read_lines::<SampleRecord>(&dir.join("results.jsonl")).map_err(report)? {
-        records.insert(record.index, record);
-    }
-    if records.len() != rows.len() || records.keys().any(|&i| i >= rows.len()) {
+    let results = dir.join(RESULTS);
+    let mut records: BTreeMap<usize, (RecordKey, Span)> = BTreeMap::new();
+    each_line(&results, |key: RecordKey, span| {
+        records.insert(key.index, (key, span));
+        Ok::<_, RunDirError>(())
+    })?;
+    let rows_len = row_spans.len();
+    if records.len() != rows_len || records.keys().any(|&i| i >= rows_len) {
         return Ok(Err(format!(
             "has judged {} of its {} samples",
             records.len(),
-            rows.len()
+            rows_len
         )));
     }
     // A run judges answers before samples.jsonl is written, under the places they will
     // have: the records of a session that never ended may not be its rows' yet.
-    let row_tasks = row_tasks(dir, &rows)?;
-    if let Some(record) = records.values().find(|r| r.task_id != row_tasks[r.index]) {
+    if let Some((key, _)) = records
+        .values()
+        .find(|(key, _)| key.task_id != row_spans[key.index].0)
+    {
         return Ok(Err(format!(
             "has not ended: its record of sample {} is for {}, the sample for {}",
-            record.index, record.task_id, row_tasks[record.index]
+            key.index, key.task_id, row_spans[key.index].0
         )));
     }
-    let records: Vec<SampleRecord> = records.into_values().collect();
     Ok(Ok(Part {
         rows,
-        row_tasks,
+        row_spans,
         generation,
         judged: Some(Judged {
-            records,
+            file: RecordFile::open(&results)?,
+            records: records
+                .into_values()
+                .map(|(key, span)| (span, key.status))
+                .collect(),
             summary,
             model: pass_at_k["model"].as_str().unwrap_or_default().to_string(),
         }),
     }))
-}
-
-/// The task of each of `dir`'s samples (`rows` of its samples.jsonl).
-fn row_tasks(dir: &Path, rows: &[String]) -> Result<Vec<String>, PipelineError> {
-    rows.iter()
-        .enumerate()
-        .map(|(i, row)| {
-            serde_json::from_str::<Value>(row)
-                .ok()
-                .and_then(|v| v["task_id"].as_str().map(str::to_string))
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "{}:{}: a sample without its task_id",
-                        dir.join(SAMPLES).display(),
-                        i + 1
-                    ))
-                })
-        })
-        .collect()
 }
 
 /// The tasks the shards split, as their identity names them, checked to be the data they ran.
@@ -207,7 +220,7 @@ pub(super) fn merge(
     // are not one run's).
     let mut held: HashMap<&str, (&Head, &Part, Vec<usize>)> = HashMap::new();
     for (head, part) in &parts {
-        for (i, task) in part.row_tasks.iter().enumerate() {
+        for (i, (task, _)) in part.row_spans.iter().enumerate() {
             let (holder, _, rows) = held
                 .entry(task.as_str())
                 .or_insert((head, part, Vec::new()));
@@ -219,22 +232,6 @@ pub(super) fn merge(
                 )));
             }
             rows.push(i);
-        }
-    }
-    let mut rows = String::new();
-    let mut records = Vec::new();
-    for task in &dataset.tasks {
-        let Some((_, part, held)) = held.get(task.task_id.as_str()) else {
-            continue;
-        };
-        for &i in held {
-            rows.push_str(&part.rows[i]);
-            rows.push('\n');
-            if let Some(judged) = &part.judged {
-                let mut record = judged.records[i].clone();
-                record.index = records.len();
-                records.push(record);
-            }
         }
     }
     // The requests, and the answers the model never gave, in task order.
@@ -255,7 +252,7 @@ pub(super) fn merge(
     if manifest.kind != Kind::BigcodebenchEval {
         manifest.generation = Some(GenerationDone {
             outcome: GenerationOutcome {
-                samples: rows.lines().count(),
+                samples: parts.iter().map(|(_, p)| p.row_spans.len()).sum(),
                 unanswered: unanswered_tasks,
                 // At the prices of the first shard (shards of one command share them).
                 totals: assay_generate::totals(
@@ -276,17 +273,39 @@ pub(super) fn merge(
         });
     }
     let mut run = open_out(out, &manifest)?;
-    run.write_file(SAMPLES, rows.as_bytes())?;
+    // Each row and its record copied in the single run's order, one at a time.
+    let mut rows = run.create(SAMPLES)?;
+    let mut records = match first.1.judged {
+        Some(_) => Some(run.create(RESULTS)?),
+        None => None,
+    };
+    let mut samples_written = 0;
+    for task in &dataset.tasks {
+        let Some((_, part, held)) = held.get(task.task_id.as_str()) else {
+            continue;
+        };
+        for &i in held {
+            rows.write_all(&part.rows.bytes(part.row_spans[i].1)?)?;
+            rows.write_all(b"\n")?;
+            if let (Some(judged), Some(records)) = (&part.judged, &mut records) {
+                let mut record: SampleRecord = judged.file.read(judged.records[i].0)?;
+                record.index = samples_written;
+                records.write_line(&record)?;
+            }
+            samples_written += 1;
+        }
+    }
+    rows.commit()?;
     if !generation.is_empty() {
         run.write_lines(assay_generate::GENERATION, &generation)?;
     }
-    let Some(judged) = &first.1.judged else {
+    let (Some(judged), Some(records)) = (&first.1.judged, records) else {
         let figures = Figures::Generation {
-            samples: rows.lines().count(),
+            samples: samples_written,
         };
         return Ok((run.path().to_path_buf(), same_as_taken, figures));
     };
-    run.rewrite_results(&records)?;
+    run.replace_results(records)?;
     let samples = samples::load(&run.path().join(SAMPLES), &dataset)?;
     let isolation = manifest
         .isolation
@@ -300,7 +319,7 @@ pub(super) fn merge(
         })?;
     let identity = &manifest.identity;
     let split = Split::named(identity.split.as_deref());
-    let summary = conclude(
+    let (summary, _) = conclude(
         &run,
         Concluded {
             dataset: &dataset,
@@ -309,7 +328,6 @@ pub(super) fn merge(
             calibrated: identity.calibrated.unwrap_or(true),
             time_policy: identity.time_policy.clone().unwrap_or(TimePolicy::DEFAULT),
             model: &judged.model,
-            results: records.into_iter().map(|r| (r.index, r)).collect(),
             unanswered: &unanswered,
             isolation,
             ground_truth: ground_truth(&parts, dataset.tasks.len()),

@@ -83,7 +83,7 @@ impl Head {
 trait Part {
     /// Each sample's key (`task, sample n`) and what was judged of it: two copies of a shard
     /// are the same run's if these are equal.
-    fn verdicts(&self) -> Vec<(String, String)>;
+    fn verdicts(&self) -> Result<Vec<(String, String)>, PipelineError>;
 }
 
 fn invalid(message: impl Into<String>) -> PipelineError {
@@ -245,9 +245,14 @@ fn complete<P: Part>(
         }
         let mut copies = finished.into_iter();
         let (head, part) = copies.next().expect("one finished copy at least");
-        let verdicts = part.verdicts();
-        for (other, other_part) in copies {
-            if let Some(why) = disagreement(&verdicts, &other_part.verdicts()) {
+        let others: Vec<(Head, P)> = copies.collect();
+        let verdicts = if others.is_empty() {
+            Vec::new()
+        } else {
+            part.verdicts()?
+        };
+        for (other, other_part) in others {
+            if let Some(why) = disagreement(&verdicts, &other_part.verdicts()?) {
                 return Err(invalid(format!(
                     "{} and {} are the same shard with different verdicts ({why}): merge one \
                      of them",

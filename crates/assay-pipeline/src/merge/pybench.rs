@@ -25,8 +25,9 @@ struct Part {
 }
 
 impl super::Part for Part {
-    fn verdicts(&self) -> Vec<(String, String)> {
-        self.episodes
+    fn verdicts(&self) -> Result<Vec<(String, String)>, PipelineError> {
+        Ok(self
+            .episodes
             .values()
             .map(|e| {
                 let status = |s| serde_json::to_string(s).unwrap_or_default();
@@ -38,7 +39,7 @@ impl super::Part for Part {
                 );
                 (e.task_id.clone(), verdict)
             })
-            .collect()
+            .collect())
     }
 }
 
