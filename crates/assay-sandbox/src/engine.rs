@@ -366,9 +366,9 @@ impl Engine {
         self.inner.config.concurrency.max(1)
     }
 
-    /// Jobs running at once at most, counting those that lent their slot: a caller that
-    /// orders its jobs hands over no more than this many at a time, so that the engine's
-    /// first-come queue keeps the caller's order.
+    /// Jobs running at once at most, counting those that lent their slot: what a caller that
+    /// feeds the engine a few jobs at a time (an evaluation) sizes its feed by, so that no
+    /// place waits for work.
     pub fn max_running(&self) -> usize {
         self.inner.config.max_running.max(self.concurrency())
     }
