@@ -8,7 +8,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assay_tasks::bigcodebench::{Dataset, Subset, Task};
-use common::{assay_command, read_json, task, text, write_answers};
+use common::{assay_command, read_json, task, text, write_answers, TEST_ENGINE};
 use serde_json::{json, Value};
 
 fn assay(args: &[&str], dir: &Path) -> Output {
@@ -28,8 +28,6 @@ fn scipy_task() -> Task {
 fn canonical(task: &Task) -> Value {
     json!({"task_id": task.task_id, "solution": task.reference_solution()})
 }
-
-const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];
 
 #[test]
 fn evaluates_into_the_official_files_with_infra_apart() {
@@ -61,7 +59,7 @@ fn evaluates_into_the_official_files_with_infra_apart() {
                 "run",
                 "--json",
             ][..],
-            COMMON,
+            TEST_ENGINE,
         ]
         .concat(),
         dir.path(),
@@ -152,7 +150,7 @@ fn evaluates_into_the_official_files_with_infra_apart() {
                 "run",
                 "--json",
             ][..],
-            COMMON,
+            TEST_ENGINE,
         ]
         .concat(),
         dir.path(),
@@ -306,7 +304,7 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
     let out = assay(
         &[
             &["check", "bigcodebench", "--tasks", &tasks, "--out", "gt"][..],
-            COMMON,
+            TEST_ENGINE,
         ]
         .concat(),
         dir.path(),
@@ -335,7 +333,7 @@ fn the_default_budget_ends_a_hung_sample_soon_and_check_reports_the_ground_truth
                 "run",
                 "--json",
             ][..],
-            COMMON,
+            TEST_ENGINE,
         ]
         .concat(),
         dir.path(),
@@ -406,7 +404,7 @@ fn samples_started_before_their_reference_get_the_verdicts_of_a_known_one() {
             "--out",
             out,
         ];
-        let done = assay(&[&args[..], COMMON].concat(), dir.path());
+        let done = assay(&[&args[..], TEST_ENGINE].concat(), dir.path());
         assert!(done.status.success(), "{}", text(&done.stderr));
         std::fs::read_to_string(dir.path().join(out).join("results.jsonl"))
             .unwrap()

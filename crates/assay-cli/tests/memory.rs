@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assay_command, read_json, task, text, write_answers};
+use common::{assay_command, read_json, task, text, write_answers, TEST_ENGINE};
 use serde_json::{json, Value};
 
 /// Each answer, repeated this many times in the large run.
@@ -75,25 +75,19 @@ fn answers() -> Vec<Value> {
 /// (its peak).
 fn eval_and_report(dir: &Path, rows: &[Value]) -> (u64, u64) {
     write_answers(dir, rows);
-    let eval = peak_kib(
-        &[
-            "eval",
-            "bigcodebench",
-            "--samples",
-            "model--bigcodebench-complete--x.jsonl",
-            "--tasks",
-            "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4",
-            "--timeout",
-            "20",
-            "--out",
-            "run",
-            "--profile",
-            "test",
-            "--jobs",
-            "2",
-        ],
-        dir,
-    );
+    let args = [
+        "eval",
+        "bigcodebench",
+        "--samples",
+        "model--bigcodebench-complete--x.jsonl",
+        "--tasks",
+        "BigCodeBench/1,BigCodeBench/2,BigCodeBench/3,BigCodeBench/4",
+        "--timeout",
+        "20",
+        "--out",
+        "run",
+    ];
+    let eval = peak_kib(&[&args[..], TEST_ENGINE].concat(), dir);
     let report = peak_kib(&["report", "run", "--html", "report.html"], dir);
     (eval, report)
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use assay_generate::prompt;
 use assay_tasks::bigcodebench::Task;
-use common::{asked_about, assay_command, hard, lines, read_json, text};
+use common::{asked_about, assay_command, hard, lines, read_json, text, TEST_ENGINE};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -26,8 +26,6 @@ const PASSES: &str = "BigCodeBench/19";
 /// comes, moves the samples after it.
 const FAILS_TO_ANSWER: &str = "BigCodeBench/120";
 const LEAKS: &str = "BigCodeBench/161";
-/// What `assay run` needs to evaluate in the small environment.
-const COMMON: &[&str] = &["--profile", "test", "--jobs", "2"];
 
 fn task(id: &str) -> Task {
     hard().get(id).unwrap().clone()
@@ -37,7 +35,7 @@ fn assay(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut command = assay_command(dir);
     command.args(args);
     if args[0] == "run" {
-        command.args(COMMON);
+        command.args(TEST_ENGINE);
     }
     for (k, v) in env {
         command.env(k, v);

@@ -41,6 +41,9 @@ pub fn assay_command(dir: &Path) -> Command {
     command
 }
 
+/// The engine most tests judge on: the small `test` environment, two CPU slots.
+pub const TEST_ENGINE: &[&str] = &["--profile", "test", "--jobs", "2"];
+
 /// What assay takes its shard from when `--shard` is not given: a Slurm array task's
 /// variables, a Kubernetes Indexed Job's index, and the shard count. Tests run inside such a
 /// job (CI on a cluster) would otherwise run every `assay` as one shard of it.
