@@ -17,22 +17,25 @@ pub struct Span {
     pub offset: u64,
     /// Its length, without the newline.
     pub len: usize,
+    /// Its line (from 1), for what is said of it.
+    pub line: usize,
 }
 
 /// Hands each complete record of `path` (a journal: a line torn by a kill, without its
 /// newline, is not one) to `each` with where it lies, in file order. A missing file has none;
-/// a line that is not a `T` is an error naming the file and the line.
+/// a line that is not a `T` is an error naming the file and the line. Returns where the
+/// complete records end: a file longer than that ends in a line without its newline.
 pub fn each_line<T: DeserializeOwned, E: From<RunDirError>>(
     path: &Path,
     mut each: impl FnMut(T, Span) -> Result<(), E>,
-) -> Result<(), E> {
+) -> Result<u64, E> {
     let io = |source| RunDirError::Io {
         path: path.to_path_buf(),
         source,
     };
     let file = match File::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => return Err(io(e).into()),
     };
     let mut reader = BufReader::new(file);
@@ -52,11 +55,12 @@ pub fn each_line<T: DeserializeOwned, E: From<RunDirError>>(
         let span = Span {
             offset,
             len: text.len(),
+            line: number,
         };
         each(record, span)?;
         offset += read as u64;
     }
-    Ok(())
+    Ok(offset)
 }
 
 /// A journal whose records are read one by one, by where each lies.
@@ -83,8 +87,8 @@ impl RecordFile {
         let bytes = self.bytes(span)?;
         serde_json::from_slice(&bytes).map_err(|e| RunDirError::Corrupt {
             path: self.path.clone(),
-            line: 0,
-            message: format!("the record at byte {}: {e}", span.offset),
+            line: span.line,
+            message: format!("not a valid record (it changed since it was read?): {e}"),
         })
     }
 

@@ -97,13 +97,15 @@ pub async fn run(
     let mut run = opened.dir;
     let mut prepared = judge.prepare(&dataset, listener).await?;
     let python = judge.python();
-    // Each answer is judged as soon as it is sanitized and logged, while the model answers
-    // the others (the tasks slowest to judge asked first); the reference solutions run
-    // meanwhile.
+    // Each answer is judged as soon as it is sanitized and logged and the engine has room,
+    // while the model answers the others (the tasks slowest to judge asked first, and judged
+    // first of those waiting); the reference solutions run meanwhile.
     let (answers, arrived) = mpsc::unbounded_channel();
+    let judging_seconds = prepared.judging_seconds(&dataset);
+    let arrived = Answers::arriving(arrived, judging_seconds.clone());
     let onward = Onward {
         answers,
-        judging_seconds: prepared.judging_seconds(&dataset),
+        judging_seconds,
     };
     let expected = dataset.tasks.len() * chosen.settings.n as usize;
     let (outcome, verdicts) = {
@@ -124,7 +126,7 @@ pub async fn run(
                 &run,
                 opened.records,
                 expected,
-                Answers::Arriving(arrived),
+                arrived,
                 &mut judging,
             ),
         )?

@@ -8,7 +8,6 @@ use std::fmt::Write;
 use crate::text::escape;
 use crate::{Report, Run};
 
-/// Failing samples shown per run, in task order (the rest are counted).
 /// Characters of a failing sample's code or traceback shown.
 const TEXT_SHOWN: usize = 8_000;
 

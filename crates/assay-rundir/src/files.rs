@@ -59,9 +59,11 @@ impl AtomicFile {
 
     /// Appends `value` as one JSON line.
     pub fn write_line(&mut self, value: &impl Serialize) -> Result<(), RunDirError> {
+        let tmp = self.tmp.clone();
         let out = self.writer();
-        serde_json::to_writer(&mut *out, value).expect("records serialize");
-        out.write_all(b"\n").map_err(io(&self.tmp))
+        // Records always serialize: what can fail is the disk.
+        serde_json::to_writer(&mut *out, value).map_err(|e| io(&tmp)(e.into()))?;
+        out.write_all(b"\n").map_err(io(&tmp))
     }
 
     /// Appends `value` as pretty JSON and a newline, as [`crate::RunDir::write_json`] writes

@@ -1,14 +1,15 @@
-//! Judging answers: each a sandbox job as soon as it arrives (a samples file read one sample
-//! at a time, or answers one by one while the model still answers the others), every verdict
-//! a record appended to the run directory as it finishes, the reference runs on the way; at
-//! the end the records matched to the samples file, and the official files and a summary.
+//! Judging answers: each a sandbox job once the engine has room for it (a samples file read
+//! one sample at a time, or answers one by one while the model still answers the others), the
+//! slowest to judge first; every verdict a record appended to the run directory as it
+//! finishes, the reference runs on the way; at the end the records matched to the samples
+//! file, and the official files and a summary.
 //!
 //! Nothing here holds every sample or every record: answers are taken only while the engine
 //! has room for them (see `queue`), records stay on disk once written, and the figures are
 //! counted from them one at a time, so that a run's memory is the same at any number of
 //! samples.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use assay_records::{
     Answer, EvalSummary, GenerationTotals, GroundTruthSummary, IsolationLevel, Listener,
@@ -98,7 +99,16 @@ pub async fn check(
 /// Where the answers judged come from.
 pub enum Answers<'a> {
     /// A model answering as it goes (`assay run`).
-    Arriving(mpsc::UnboundedReceiver<Answer>),
+    Arriving {
+        /// The answers, as they come.
+        answers: mpsc::UnboundedReceiver<Answer>,
+        /// Those come and not taken yet (the engine had no room), slowest to judge first.
+        waiting: BinaryHeap<Waiting>,
+        /// How long each task's sample is expected to take to judge, in seconds.
+        seconds: HashMap<String, f64>,
+        /// Answers come so far: among equals, the first come goes first.
+        come: u64,
+    },
     /// A samples file, each sample read when its turn comes (`assay eval`).
     File {
         /// The samples.
@@ -112,7 +122,50 @@ pub enum Answers<'a> {
     },
 }
 
+/// An answer come and not taken yet, ordered slowest to judge first, then first come.
+pub struct Waiting {
+    seconds: f64,
+    come: u64,
+    answer: Answer,
+}
+
+impl Ord for Waiting {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.seconds
+            .total_cmp(&other.seconds)
+            .then(other.come.cmp(&self.come))
+    }
+}
+
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Waiting {}
+
 impl<'a> Answers<'a> {
+    /// The answers `answers` brings as a model gives them; `seconds`: how long each task's
+    /// sample is expected to take to judge (those that wait are taken slowest first).
+    pub fn arriving(
+        answers: mpsc::UnboundedReceiver<Answer>,
+        seconds: HashMap<String, f64>,
+    ) -> Answers<'a> {
+        Answers::Arriving {
+            answers,
+            waiting: BinaryHeap::new(),
+            seconds,
+            come: 0,
+        }
+    }
+
     /// `samples` of `dataset` in the order `order` gives their indexes.
     pub fn file(
         samples: &'a Samples,
@@ -130,7 +183,25 @@ impl<'a> Answers<'a> {
     /// The next answer; none when there are no more.
     async fn next(&mut self) -> Result<Option<Answer>, EvalError> {
         match self {
-            Answers::Arriving(arriving) => Ok(arriving.recv().await),
+            Answers::Arriving {
+                answers,
+                waiting,
+                seconds,
+                come,
+            } => {
+                while let Ok(answer) = answers.try_recv() {
+                    *come += 1;
+                    waiting.push(Waiting {
+                        seconds: seconds.get(&answer.task_id).copied().unwrap_or(0.0),
+                        come: *come,
+                        answer,
+                    });
+                }
+                match waiting.pop() {
+                    Some(slowest) => Ok(Some(slowest.answer)),
+                    None => Ok(answers.recv().await),
+                }
+            }
             Answers::File {
                 samples,
                 reader,
@@ -207,9 +278,14 @@ impl Judging<'_> {
             tokio::select! {
                 place = room(&queue), if next.is_some() => {
                     let job = next.take().expect("a job waits for its place");
-                    if let Ok(place) = place {
-                        place.send(job);
-                    }
+                    let Ok(place) = place else {
+                        return Err(EvalError::Unjudged(
+                            "the queue of samples ended while answers still came (a job failed \
+                             inside assay); rerun the same command to judge the rest"
+                                .into(),
+                        ));
+                    };
+                    place.send(job);
                 }
                 answer = answers.next(), if arriving && next.is_none() => {
                     let Some(answer) = answer? else {
@@ -352,6 +428,9 @@ impl Verdicts {
         let options = judging.options;
         run.sync()?;
         let digests = digests(samples, judging.dataset, options.calibrated)?;
+        // Matched again from what the records say, as a resumed run matched them: a sample may
+        // get another record of its task and program than the one judging kept for it (two
+        // samples running one program), which changes no figure.
         let chosen = reuse(
             locate(&run.path().join(RESULTS))?,
             samples.samples.iter().map(|s| Wanted {

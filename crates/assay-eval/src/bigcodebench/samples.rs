@@ -144,11 +144,13 @@ impl Samples {
         let mut file = run.create(name)?;
         let mut copied = Vec::with_capacity(self.samples.len());
         let mut offset = 0;
-        for sample in &self.samples {
+        for (i, sample) in self.samples.iter().enumerate() {
             let text = reader.text(sample)?;
             file.write_all(text.as_bytes())?;
             file.write_all(b"\n")?;
+            // The copy has the samples' lines alone, one after the other.
             copied.push(Sample {
+                line: i + 1,
                 offset,
                 ..sample.clone()
             });
@@ -487,6 +489,7 @@ mod tests {
         );
         let reader = copy.reader().unwrap();
         assert_eq!(reader.text(&copy.samples[1]).unwrap(), lines[3]);
+        assert_eq!(copy.samples[1].line, 2);
         assert_eq!(copy.digest, samples.digest);
         // The same length, another answer: refused, naming the line.
         std::fs::write(&path, lines.join("\r\n").replace("\"b\"", "\"c\"")).unwrap();

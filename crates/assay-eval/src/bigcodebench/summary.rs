@@ -86,11 +86,6 @@ impl Tally {
         }
     }
 
-    /// Records counted.
-    pub fn samples(&self) -> usize {
-        self.samples
-    }
-
     /// Per task, its slowest sample run to a verdict (what orders a later run).
     pub fn walls(&self) -> &BTreeMap<String, f64> {
         &self.walls

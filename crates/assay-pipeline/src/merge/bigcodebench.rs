@@ -83,7 +83,7 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
         }));
     }
     let mut row_spans = Vec::new();
-    each_line(&rows_path, |row: Value, span| {
+    let rows_end = each_line(&rows_path, |row: Value, span| {
         let Some(task_id) = row["task_id"].as_str() else {
             return Err(invalid(format!(
                 "{}:{}: a sample without its task_id",
@@ -94,6 +94,15 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
         row_spans.push((task_id.to_string(), span));
         Ok(())
     })?;
+    // assay ends every line it writes: a last line without its newline was not written by it.
+    if std::fs::metadata(&rows_path).map_or(0, |m| m.len()) != rows_end {
+        return Err(invalid(format!(
+            "{}:{}: a line without its newline (assay ends every line): the file was not left \
+             as the shard wrote it",
+            rows_path.display(),
+            row_spans.len() + 1
+        )));
+    }
     let rows = RecordFile::open(&rows_path)?;
     if head.manifest.kind == Kind::BigcodebenchGenerate {
         return Ok(Ok(Part {
