@@ -14,11 +14,9 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use assay_records::Answer;
-use assay_rundir::RunDir;
+use assay_rundir::{RunDir, RunDirError};
 use assay_tasks::bigcodebench::{task_number, Dataset, Task};
 use serde_json::Value;
-
-use crate::error::EvalError;
 
 /// A sample file that can't be evaluated as it is. Every message names the file and, where
 /// there is one, the line and the field.
@@ -41,6 +39,9 @@ pub enum SamplesError {
         /// What is wrong.
         message: String,
     },
+    /// The run directory's copy could not be written.
+    #[error(transparent)]
+    Copy(#[from] RunDirError),
     /// One line is unusable.
     #[error("{path}:{line}: {message}")]
     Line {
@@ -139,7 +140,7 @@ impl Samples {
 
     /// Writes the samples' lines, and no other, as `name` in `run` (what the run directory
     /// keeps of what it evaluated, byte for byte): the samples as read from there.
-    pub fn write_into(&self, run: &RunDir, name: &str) -> Result<Samples, EvalError> {
+    pub fn write_into(&self, run: &RunDir, name: &str) -> Result<Samples, SamplesError> {
         let reader = self.reader()?;
         let mut file = run.create(name)?;
         let mut copied = Vec::with_capacity(self.samples.len());
