@@ -10,13 +10,13 @@ use assay_eval::bigcodebench::evaluation::{conclude, Concluded};
 use assay_eval::bigcodebench::ground_truth::PEAKS_LISTED;
 use assay_eval::bigcodebench::samples;
 use assay_eval::records::{each_line, RecordFile, Span};
-use assay_eval::resume::RecordKey;
+use assay_eval::resume::{locate, Located};
 use assay_records::{
     EvalSummary, GenerationDone, GenerationOutcome, GenerationRecord, GroundTruthSummary, Kind,
     ProcessPeaks, SampleRecord, Split, Status, TimePolicy, Unanswered,
 };
 use assay_report::read_lines;
-use assay_rundir::{RunDirError, RESULTS, SAMPLES};
+use assay_rundir::{RESULTS, SAMPLES};
 use assay_tasks::bigcodebench::Dataset;
 use serde_json::Value;
 
@@ -124,11 +124,10 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
         .map_err(|e| invalid(format!("{}: pass_at_k.json: {e}", dir.display())))?;
     // The last record of a sample is its own (a resumed run appends).
     let results = dir.join(RESULTS);
-    let mut records: BTreeMap<usize, (RecordKey, Span)> = BTreeMap::new();
-    each_line(&results, |key: RecordKey, span| {
-        records.insert(key.index, (key, span));
-        Ok::<_, RunDirError>(())
-    })?;
+    let records: BTreeMap<usize, Located> = locate(&results)?
+        .into_iter()
+        .map(|l| (l.key.index, l))
+        .collect();
     let rows_len = row_spans.len();
     if records.len() != rows_len || records.keys().any(|&i| i >= rows_len) {
         return Ok(Err(format!(
@@ -139,9 +138,9 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
     }
     // A run judges answers before samples.jsonl is written, under the places they will
     // have: the records of a session that never ended may not be its rows' yet.
-    if let Some((key, _)) = records
+    if let Some(Located { key, .. }) = records
         .values()
-        .find(|(key, _)| key.task_id != row_spans[key.index].0)
+        .find(|l| l.key.task_id != row_spans[l.key.index].0)
     {
         return Ok(Err(format!(
             "has not ended: its record of sample {} is for {}, the sample for {}",
@@ -156,7 +155,7 @@ fn read_part(head: &Head) -> Result<Result<Part, String>, PipelineError> {
             file: RecordFile::open(&results)?,
             records: records
                 .into_values()
-                .map(|(key, span)| (span, key.status))
+                .map(|l| (l.span, l.key.status))
                 .collect(),
             summary,
             model: pass_at_k["model"].as_str().unwrap_or_default().to_string(),
