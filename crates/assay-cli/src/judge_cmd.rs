@@ -66,6 +66,11 @@ pub struct PybenchJudgeArgs {
     /// Token limit of a verdict (upstream's 1000; a thinking judge needs more).
     #[arg(long, default_value_t = assay_agent::pybench::judge::MAX_TOKENS)]
     pub max_tokens: u32,
+    /// How many times a reply that cannot be read (even with a language tag or trailing
+    /// commas forgiven) is asked again before it counts as unreadable. Upstream asked again
+    /// on each rerun of its script, as often as it was rerun.
+    #[arg(long, default_value_t = assay_agent::pybench::judge::REASKS)]
+    pub reasks: u32,
     /// Judge requests in flight at most (fewer while the server answers 429 or 503).
     #[arg(long, default_value_t = NonZeroUsize::new(8).expect("8 is not 0"))]
     pub concurrency: NonZeroUsize,
@@ -105,6 +110,7 @@ pub async fn run(command: JudgeCommand) -> Result<i32> {
         both_orders: matches!(args.orders, OrdersArg::Both),
         max_tokens: args.max_tokens,
         concurrency: args.concurrency,
+        reasks: args.reasks,
     };
     let mut progress = Progress::new(args.json);
     let report = judge_pybench(request, &mut progress).await;

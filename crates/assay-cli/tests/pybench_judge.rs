@@ -1,9 +1,11 @@
 //! `assay judge pybench` against a judge on loopback (a real HTTP server): the requests are
 //! upstream's byte for byte (system prompts by digest of upstream's YAML, user messages as
 //! upstream's scripts build them, computed here by Python), every shape of reply is counted
-//! as upstream counts it (a verdict, a ```json fence, a refusal, a field missing, a 429
-//! first), the figures equal the ones worked out by hand for the small case, a rerun asks
-//! nothing, a `kill -9` resumes without asking twice, and bad input is refused by name.
+//! as upstream counts it (a verdict, a refusal, a field missing, a 429 first), the figures
+//! equal the ones worked out by hand for the small case, a rerun asks nothing, a `kill -9`
+//! resumes without asking twice, and bad input is refused by name. Replies as real judges
+//! write them (a ```json fence, a trailing comma) are read and counted as read leniently;
+//! one that cannot be read is asked again, within a bound, and each ask is kept.
 
 mod common;
 #[path = "../../assay-models/tests/mock/mod.rs"]
@@ -198,7 +200,10 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     let server = MockServer::start_on_thread();
     winlose_judge(&server, true);
     let reference_arg = format!("replay:{}", reference.display());
+    // Upstream asks nothing again within a run: neither does this judging.
     let priced = [
+        "--reasks",
+        "0",
         "--reference",
         &reference_arg,
         "--price-in",
@@ -269,10 +274,11 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
         .contains("no trajectory"));
     assert_eq!(f["read"], 3, "7, 29 and 32 read");
     let unreadable = f["unreadable"].as_object().unwrap();
+    // Its ```json fence is read; the verdict lacks the prompt's Decision.
     assert!(unreadable["PyBench/28"]
         .as_str()
         .unwrap()
-        .contains("not JSON"));
+        .contains("no Decision.Agent1"));
     assert!(unreadable["PyBench/113"]
         .as_str()
         .unwrap()
@@ -377,7 +383,9 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     let done = judge(
         &eval,
         &scores,
-        &["--prompt", "scores", "--orders", "paper", "--data", &data],
+        &[
+            "--prompt", "scores", "--orders", "paper", "--data", &data, "--reasks", "0",
+        ],
         dir.path(),
     );
     assert!(done.status.success(), "{}", text(&done.stderr));
@@ -437,6 +445,108 @@ fn a_judge_gets_upstreams_requests_and_every_reply_is_counted() {
     );
 }
 
+/// A judge as GPT-4o and Claude answer: a ```json fence (7), upstream's example's trailing
+/// commas (29), both (32); a refusal the first time only (113); a refusal every time (28).
+fn real_judge(server: &MockServer) {
+    let asked: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>> = Arc::default();
+    server.respond_with(Route::Chat, move |body| {
+        let task = task_of(body);
+        let times = {
+            let mut asked = asked.lock().unwrap();
+            let n = asked.entry(task.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let commas = "```\n{\"Pass\": {\"Agent1\": \"Pass\", \"Agent2\": \"Pass\",},\n\
+                      \"Decision\": {\"Agent1\": 1, \"Agent2\": 0,},}\n```";
+        let text = match (task.as_str(), times) {
+            ("7", _) => verdict(["Failed", "Pass"], decision(0, 1)).replace("```\n", "```json\n"),
+            ("29", _) => format!("My verdict:\n{commas}"),
+            ("32", _) => commas.replacen("```", "```json", 1),
+            ("113", 2..) => verdict(["Pass", "Failed"], decision(1, 0)),
+            _ => "I'm sorry, but I can't help with assessing these.".into(),
+        };
+        Reply::chat(&[&text])
+    });
+}
+
+#[test]
+fn replies_as_real_judges_write_them_are_read_and_an_unread_one_is_asked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let (eval, _, reference) = evaluated(dir.path());
+    let server = MockServer::start_on_thread();
+    real_judge(&server);
+    let reference_arg = format!("replay:{}", reference.display());
+    let args = ["--reference", &reference_arg, "--orders", "paper"];
+    let done = judge(&eval, &server, &args, dir.path());
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let printed = text(&done.stdout);
+
+    // Five requests; 113 asked twice, 28 three times (the default: asked again twice).
+    assert_eq!(server.requests_to(Route::Chat).len(), 8);
+    let kept = lines(&eval.join("judgements.jsonl"));
+    let asks = |task: &str| -> Vec<Value> {
+        kept.iter()
+            .filter(|r| r["task_id"] == format!("PyBench/{task}"))
+            .map(|r| r["ask"].clone())
+            .collect()
+    };
+    assert_eq!(asks("28"), [Value::Null, json!(1), json!(2)]);
+    assert_eq!(asks("113"), [Value::Null, json!(1)]);
+    assert!(kept.iter().all(|r| r["reply"].is_string()));
+    let f = &read_json(&eval.join("summary.json"))["judges"][0];
+    assert_eq!(f["settings"]["reasks"], 2);
+    assert_eq!(f["read"], 4, "7, 29, 32 leniently, and 113 asked again");
+    assert_eq!(
+        f["lenient"],
+        json!({
+            "PyBench/7": ["language_tag"],
+            "PyBench/29": ["trailing_comma"],
+            "PyBench/32": ["language_tag", "trailing_comma"],
+        })
+    );
+    assert_eq!(f["reasked"], json!({"PyBench/28": 2, "PyBench/113": 1}));
+    let unreadable = f["unreadable"].as_object().unwrap();
+    assert_eq!(unreadable.len(), 1);
+    assert!(unreadable["PyBench/28"]
+        .as_str()
+        .unwrap()
+        .contains("no ``` block"));
+    // 7: the run passes; 29 and 32: both pass, the reference decided better; 113: the run
+    // failed.
+    assert_eq!(f["passed"], 3);
+    assert_eq!(f["requests"], 8, "asks again included");
+    assert_eq!(f["tokens"]["prompt_tokens"], 80, "every ask's tokens");
+    assert!(
+        printed.contains(
+            "4 verdicts read (3 only leniently: language tag 2, trailing comma 2), 1 \
+             unreadable, 0 not answered; 2 asked again (3 asks)"
+        ),
+        "{printed}"
+    );
+
+    // A rerun asks nothing it has: not even 28, asked as often as the bound allows.
+    let again = judge(&eval, &server, &args, dir.path());
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(server.requests_to(Route::Chat).len(), 8);
+    // A wider bound asks 28 once more, and only 28.
+    let wider = [&args[..], &["--reasks", "3"]].concat();
+    let done = judge(&eval, &server, &wider, dir.path());
+    assert!(done.status.success(), "{}", text(&done.stderr));
+    let requests = server.requests_to(Route::Chat);
+    assert_eq!(requests.len(), 9);
+    assert_eq!(task_of(&requests[8].body), "28");
+    let judges = read_json(&eval.join("summary.json"))["judges"].clone();
+    let wide = judges
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["settings"]["reasks"] == 3)
+        .unwrap();
+    assert_eq!(wide["reasked"]["PyBench/28"], 3);
+    assert_eq!(wide["read"], 4);
+}
+
 #[test]
 fn a_killed_judging_resumes_without_asking_twice() {
     let dir = tempfile::tempdir().unwrap();
@@ -444,7 +554,14 @@ fn a_killed_judging_resumes_without_asking_twice() {
     let whole = dir.path().join("whole");
     copy_dir(&eval, &whole);
     let reference_arg = format!("replay:{}", reference.display());
-    let args = ["--reference", &reference_arg, "--concurrency", "1"];
+    let args = [
+        "--reference",
+        &reference_arg,
+        "--concurrency",
+        "1",
+        "--reasks",
+        "0",
+    ];
 
     let server = MockServer::start_on_thread();
     winlose_judge(&server, false);

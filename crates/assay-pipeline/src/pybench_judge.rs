@@ -59,6 +59,8 @@ pub struct JudgePybench {
     pub max_tokens: u32,
     /// Requests in flight at most.
     pub concurrency: NonZeroUsize,
+    /// How many times a reply that cannot be read is asked again.
+    pub reasks: u32,
 }
 
 /// What a judging came to.
@@ -172,6 +174,7 @@ pub async fn judge_pybench(
         frequency_penalty: (!anthropic).then(|| judge::frequency_penalty(request.prompt)),
         presence_penalty: (!anthropic).then_some(judge::PRESENCE_PENALTY),
         reasoning: request.access.reasoning.in_identity(),
+        reasks: request.reasks,
     };
 
     let orders: &[JudgeOrder] = if request.both_orders {
@@ -210,25 +213,27 @@ pub async fn judge_pybench(
         .collect();
 
     let (mut journal, earlier) = run.journal::<JudgementRecord>(JUDGEMENTS)?;
-    // Answers by request: a failed request is asked again.
-    let mut answered: HashMap<String, JudgementRecord> = earlier
-        .into_iter()
-        .filter(|r| r.error.is_none())
-        .map(|mut r| {
-            reread(&mut r);
-            (r.key.clone(), r)
-        })
-        .collect();
+    // Every answer to each request, in the order asked: a failed request is asked again.
+    let mut answered: HashMap<String, Vec<JudgementRecord>> = HashMap::new();
+    for mut record in earlier.into_iter().filter(|r| r.error.is_none()) {
+        reread(&mut record);
+        answered.entry(record.key.clone()).or_default().push(record);
+    }
+    for records in answered.values_mut() {
+        records.sort_by_key(|r| r.ask);
+    }
     // Each request once: the two orders of identical trajectories are one request.
     let mut seen = std::collections::HashSet::new();
     let distinct: Vec<&Ask> = asks
         .iter()
         .filter(|a| seen.insert(a.key.as_str()))
         .collect();
-    let pending: Vec<&Ask> = distinct
+    let pending: Vec<(&Ask, u32)> = distinct
         .iter()
-        .copied()
-        .filter(|a| !answered.contains_key(&a.key))
+        .filter_map(|a| match answered.get(&a.key) {
+            None => Some((*a, 0)),
+            Some(records) => next_ask(records, settings.reasks).map(|n| (*a, n)),
+        })
         .collect();
     listener.on_event(&RunEvent::JudgeStarted {
         requests: distinct.len(),
@@ -244,22 +249,35 @@ pub async fn judge_pybench(
     let mut failed: BTreeMap<String, JudgementRecord> = BTreeMap::new();
     let mut running: FuturesUnordered<_> = pending
         .iter()
-        .map(|ask| ask_judge(&client, ask, &episodes[ask.task], &settings))
+        .map(|&(ask, n)| ask_judge(&client, ask, n, &episodes[ask.task], &settings))
         .collect();
     let mut fatal = None;
     while let Some((record, is_fatal)) = running.next().await {
         journal.append(&record)?;
-        listener.on_event(&RunEvent::JudgeAnswered {
-            record: Box::new(record.clone()),
-        });
         if is_fatal {
+            listener.on_event(&RunEvent::JudgeAnswered {
+                record: Box::new(record.clone()),
+                asked_again: false,
+            });
             fatal = record.error.clone();
             break;
         }
-        if record.error.is_some() {
-            failed.insert(record.key.clone(), record);
+        let again = if record.error.is_some() {
+            failed.insert(record.key.clone(), record.clone());
+            None
         } else {
-            answered.insert(record.key.clone(), record);
+            let records = answered.entry(record.key.clone()).or_default();
+            records.push(record.clone());
+            next_ask(records, settings.reasks)
+        };
+        listener.on_event(&RunEvent::JudgeAnswered {
+            record: Box::new(record.clone()),
+            asked_again: again.is_some(),
+        });
+        if let Some(n) = again {
+            if let Some(ask) = distinct.iter().find(|a| a.key == record.key) {
+                running.push(ask_judge(&client, ask, n, &episodes[ask.task], &settings));
+            }
         }
     }
     drop(running);
@@ -276,7 +294,12 @@ pub async fn judge_pybench(
     }
 
     // The figures, from the answers this judging's requests have.
-    let answer = |ask: &Ask| answered.get(&ask.key).or_else(|| failed.get(&ask.key));
+    let answer = |ask: &Ask| {
+        answered
+            .get(&ask.key)
+            .and_then(|records| answer_of(records))
+            .or_else(|| failed.get(&ask.key))
+    };
     let judged: Vec<Judged> = episodes
         .iter()
         .enumerate()
@@ -293,9 +316,11 @@ pub async fn judge_pybench(
             }
         })
         .collect();
+    // Every ask's tokens count, re-asks too.
     let used: Vec<&JudgementRecord> = distinct
         .iter()
         .filter_map(|a| answered.get(&a.key))
+        .flatten()
         .collect();
     let checks = match manifest.identity.checks.as_deref() {
         Some("fixed") => Mode::Fixed,
@@ -368,10 +393,30 @@ fn request_key(settings: &JudgeSettings, request: &JudgeRequest) -> String {
     digest(&serde_json::to_vec(&decided).expect("JSON serializes"))
 }
 
-/// Asks the judge `ask`; the record, and whether the judge can answer nothing at all.
+/// The answer to a request the figures read, from its answers in the order asked: the first
+/// whose verdict reads, else the last.
+fn answer_of(records: &[JudgementRecord]) -> Option<&JudgementRecord> {
+    records
+        .iter()
+        .find(|r| r.verdict.is_some())
+        .or_else(|| records.last())
+}
+
+/// Which ask of a request comes next, given its answers so far: none when one reads, when the
+/// last did not fit the judge's window (it would not fit again), or when `reasks` asks again
+/// were made.
+fn next_ask(records: &[JudgementRecord], reasks: u32) -> Option<u32> {
+    let last = records.last()?;
+    let unread = records.iter().all(|r| r.verdict.is_none());
+    (unread && last.reply.is_some() && last.ask < reasks).then_some(last.ask + 1)
+}
+
+/// Asks the judge `ask` (its `n`th time asked again: 0 the first ask); the record, and
+/// whether the judge can answer nothing at all.
 async fn ask_judge(
     client: &Client,
     ask: &Ask,
+    n: u32,
     episode: &EpisodeRecord,
     settings: &JudgeSettings,
 ) -> (JudgementRecord, bool) {
@@ -396,6 +441,7 @@ async fn ask_judge(
         prompt: settings.prompt,
         order: ask.order,
         request: ask.request.clone(),
+        ask: n,
         reply: None,
         thinking: None,
         finish_reason: String::new(),
@@ -404,6 +450,7 @@ async fn ask_judge(
         attempts: 0,
         error: None,
         verdict: None,
+        lenient: Vec::new(),
         unreadable: None,
     };
     match client.generate(&chat).await {
@@ -452,12 +499,14 @@ async fn ask_judge(
 fn reread(record: &mut JudgementRecord) {
     if let Some(reply) = &record.reply {
         match reply::read(reply, record.prompt) {
-            Ok(verdict) => {
-                record.verdict = Some(verdict);
+            Ok(read) => {
+                record.verdict = Some(read.verdict);
+                record.lenient = read.lenient;
                 record.unreadable = None;
             }
             Err(why) => {
                 record.verdict = None;
+                record.lenient = Vec::new();
                 record.unreadable = Some(why);
             }
         }

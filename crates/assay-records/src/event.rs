@@ -134,6 +134,8 @@ pub enum RunEvent {
     JudgeAnswered {
         /// Its record.
         record: Box<JudgementRecord>,
+        /// Its reply could not be read and the request is asked again: one more request.
+        asked_again: bool,
     },
     /// Judging ended: every record is on disk, and an evaluation's derived files too.
     JudgingFinished,

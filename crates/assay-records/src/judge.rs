@@ -69,6 +69,26 @@ pub struct JudgeVerdict {
     pub code_quality: Option<PerAgent<i64>>,
 }
 
+/// What a reply needed to be read beyond upstream's reader (which reads neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyLeniency {
+    /// Its ``` fence opened with a language tag (```` ```json ````).
+    LanguageTag,
+    /// Its JSON had a comma before a closing bracket, as upstream's example format has.
+    TrailingComma,
+}
+
+impl ReplyLeniency {
+    /// Its name in files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplyLeniency::LanguageTag => "language tag",
+            ReplyLeniency::TrailingComma => "trailing comma",
+        }
+    }
+}
+
 /// The chat a judge was sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JudgeRequest {
@@ -80,7 +100,8 @@ pub struct JudgeRequest {
 
 /// One line of `judgements.jsonl`: one judge request and what came of it. A rerun reuses a
 /// line whose `key` it would ask again (the same judge, settings and request), unless the
-/// request failed.
+/// request failed. A reply that could not be read is asked again (`ask` 1, 2...), up to the
+/// judging's `reasks`; each ask is a line of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgementRecord {
     /// `PyBench/<index>`.
@@ -95,6 +116,10 @@ pub struct JudgementRecord {
     pub order: JudgeOrder,
     /// What was sent.
     pub request: JudgeRequest,
+    /// Which ask of this request: 0 the first, n the nth asked again because no reply before
+    /// it could be read.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ask: u32,
     /// The judge's answer (absent when the request failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply: Option<String>,
@@ -119,9 +144,17 @@ pub struct JudgementRecord {
     /// The verdict, when the reply could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<JudgeVerdict>,
+    /// What reading the verdict needed beyond upstream's reader (empty: read as upstream
+    /// reads it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lenient: Vec<ReplyLeniency>,
     /// Why the reply could not be read (no ``` block, not JSON, a field missing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// How a judging was made: what decides its verdicts.
@@ -152,6 +185,10 @@ pub struct JudgeSettings {
     /// The judge's reasoning settings, when any differs from its default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningSettings>,
+    /// How many times a reply that cannot be read is asked again before it counts as
+    /// unreadable.
+    #[serde(default)]
+    pub reasks: u32,
 }
 
 /// Win/tie/lose of the run against the reference, over the tasks whose verdict was read.
@@ -272,6 +309,13 @@ pub struct JudgeFigures {
     pub read: usize,
     /// Task → why its reply could not be read (counted in no rate, as upstream).
     pub unreadable: BTreeMap<String, String>,
+    /// Task → what reading its verdict needed beyond upstream's reader: verdicts upstream
+    /// would have counted unreadable.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lenient: BTreeMap<String, Vec<ReplyLeniency>>,
+    /// Task → how many times its request was asked again because no reply could be read.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub reasked: BTreeMap<String, u32>,
     /// Task → why its request (of either order) failed for good (a rerun asks again).
     pub failed: BTreeMap<String, String>,
     /// Tasks the judge passed.
@@ -300,7 +344,7 @@ pub struct JudgeFigures {
     /// Task → the requests its figures read (for a viewer to find them).
     #[serde(default)]
     pub answers: BTreeMap<String, AnswerKeys>,
-    /// Requests answered.
+    /// Requests answered, asks again included.
     pub requests: usize,
     /// Their tokens.
     pub tokens: TokenUsage,

@@ -45,7 +45,8 @@ pub use integrity::{IntegrityFinding, IntegrityKind};
 pub use isolation::{Enforcement, IsolationLevel, IsolationReport, Layers};
 pub use judge::{
     Agreement, AnswerKeys, JudgeFigures, JudgeOrder, JudgePrompt, JudgeRequest, JudgeSettings,
-    JudgeVerdict, JudgementRecord, PerAgent, PositionBias, PublishedJudge, WinTieLose,
+    JudgeVerdict, JudgementRecord, PerAgent, PositionBias, PublishedJudge, ReplyLeniency,
+    WinTieLose,
 };
 pub use manifest::{
     now, GenerationDone, Identity, Invocation, Kind, Manifest, ModelAccess, StartedServer, SCHEMA,

@@ -193,6 +193,7 @@ fn judgement() -> JudgementRecord {
             system: "s".into(),
             user: "u".into(),
         },
+        ask: 1,
         reply: Some("r".into()),
         thinking: Some("t".into()),
         finish_reason: "stop".into(),
@@ -218,6 +219,7 @@ fn judgement() -> JudgementRecord {
                 agent2: 0,
             }),
         }),
+        lenient: vec![ReplyLeniency::LanguageTag],
         unreadable: Some("u".into()),
     }
 }
@@ -235,6 +237,7 @@ fn judge_figures() -> JudgeFigures {
             frequency_penalty: Some(1.02),
             presence_penalty: Some(1.0),
             reasoning: Some(reasoning()),
+            reasks: 2,
         },
         key: "k".into(),
         episodes_digest: "e".into(),
@@ -243,6 +246,8 @@ fn judge_figures() -> JudgeFigures {
         set_apart: BTreeMap::new(),
         read: 1,
         unreadable: BTreeMap::new(),
+        lenient: BTreeMap::from([("PyBench/3".into(), vec![ReplyLeniency::TrailingComma])]),
+        reasked: BTreeMap::from([("PyBench/3".into(), 1)]),
         failed: BTreeMap::new(),
         passed: 1,
         pass_rate: 1.0,
@@ -656,6 +661,7 @@ fn every_event_is_in_the_spec() {
         },
         RunEvent::JudgeAnswered {
             record: Box::new(judgement()),
+            asked_again: true,
         },
         RunEvent::JudgingFinished,
     ];

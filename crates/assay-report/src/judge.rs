@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use assay_records::{Agreement, JudgeFigures, PositionBias, PublishedJudge};
+use assay_records::{Agreement, JudgeFigures, PositionBias, PublishedJudge, ReplyLeniency};
 
 use crate::text::{escape, listed};
 use crate::{dollars, Report, RunFigures};
@@ -40,10 +40,37 @@ pub fn title(f: &JudgeFigures) -> String {
     )
 }
 
-/// What was read of the replies.
+/// What was read of the replies: how many only leniently (upstream's reader would have
+/// counted them unreadable) and how many were asked again, so a strict reading stays
+/// visible.
 pub fn counts(f: &JudgeFigures) -> String {
+    let mut lenient = String::new();
+    if !f.lenient.is_empty() {
+        let mut by_kind: BTreeMap<ReplyLeniency, usize> = BTreeMap::new();
+        for kind in f.lenient.values().flatten() {
+            *by_kind.entry(*kind).or_default() += 1;
+        }
+        let kinds: Vec<String> = by_kind
+            .iter()
+            .map(|(kind, n)| format!("{} {n}", kind.as_str()))
+            .collect();
+        lenient = format!(
+            " ({} only leniently: {})",
+            f.lenient.len(),
+            kinds.join(", ")
+        );
+    }
+    let mut reasked = String::new();
+    if !f.reasked.is_empty() {
+        reasked = format!(
+            "; {} asked again ({} asks)",
+            f.reasked.len(),
+            f.reasked.values().sum::<u32>()
+        );
+    }
     format!(
-        "{} tasks, {} set apart, {} verdicts read, {} unreadable, {} not answered",
+        "{} tasks, {} set apart, {} verdicts read{lenient}, {} unreadable, {} not \
+         answered{reasked}",
         f.tasks,
         f.set_apart.len(),
         f.read,
@@ -256,7 +283,9 @@ pub fn lines(f: &JudgeFigures) -> String {
             }
         }
     }
+    let lenient = lenient_reasons(f);
     for (what, why, map) in [
+        ("read leniently", "upstream's reader would not", &lenient),
         ("unreadable", "counted in no rate", &f.unreadable),
         ("not answered", "a rerun asks again", &f.failed),
         ("set apart", "nothing to judge", &f.set_apart),
@@ -304,6 +333,13 @@ pub(crate) fn html(out: &mut String, report: &Report) {
             tasks(out, "preference changed", &p.changed_tasks);
             tasks(out, "the run's Pass changed", &p.pass_changed_tasks);
         }
+        let lenient = lenient_reasons(f);
+        reasons(
+            out,
+            "read leniently",
+            "upstream's reader would not",
+            &lenient,
+        );
         reasons(out, "unreadable", "counted in no rate", &f.unreadable);
         reasons(out, "not answered", "a rerun asks again", &f.failed);
         reasons(out, "set apart", "nothing to judge", &f.set_apart);
@@ -313,6 +349,17 @@ pub(crate) fn html(out: &mut String, report: &Report) {
             escape(&usage(f))
         );
     }
+}
+
+/// Task → what reading its verdict needed beyond upstream's reader, in words.
+fn lenient_reasons(f: &JudgeFigures) -> BTreeMap<String, String> {
+    f.lenient
+        .iter()
+        .map(|(task, kinds)| {
+            let kinds: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+            (task.clone(), kinds.join(", "))
+        })
+        .collect()
 }
 
 /// The paper's figures of the judging, with the paper's own beside them when it has some.
@@ -522,5 +569,40 @@ pub(crate) mod tests {
             leaderboard: None,
             method: String::new(),
         }
+    }
+
+    /// Verdicts read only leniently and requests asked again are counted beside what was
+    /// read, and the lenient ones listed with what they needed.
+    #[test]
+    fn lenient_reading_and_asks_again_are_shown() {
+        let mut f = judging();
+        assert_eq!(
+            counts(&f),
+            "5 tasks, 0 set apart, 4 verdicts read, 1 unreadable, 0 not answered"
+        );
+        f.lenient = BTreeMap::from([
+            (
+                "PyBench/2".into(),
+                vec![ReplyLeniency::LanguageTag, ReplyLeniency::TrailingComma],
+            ),
+            ("PyBench/3".into(), vec![ReplyLeniency::LanguageTag]),
+        ]);
+        f.reasked = BTreeMap::from([("PyBench/102".into(), 2), ("PyBench/7".into(), 1)]);
+        assert_eq!(
+            counts(&f),
+            "5 tasks, 0 set apart, 4 verdicts read (2 only leniently: language tag 2, trailing \
+             comma 1), 1 unreadable, 0 not answered; 2 asked again (3 asks)"
+        );
+        let text = lines(&f);
+        assert!(
+            text.contains(
+                "read leniently (2, upstream's reader would not): PyBench/2, PyBench/3\n    \
+                 PyBench/2: language tag, trailing comma"
+            ),
+            "{text}"
+        );
+        let mut page = String::new();
+        html(&mut page, &report_of("run", vec![f]));
+        assert!(page.contains("read leniently"), "{page}");
     }
 }

@@ -379,9 +379,15 @@ impl Progress {
                 self.judge = Count::new("judge requests", *requests, *done, now);
                 self.ask(now);
             }
-            RunEvent::JudgeAnswered { record } => {
+            RunEvent::JudgeAnswered {
+                record,
+                asked_again,
+            } => {
                 self.retries += u64::from(record.attempts.saturating_sub(1));
                 self.tokens += record.usage.completion_tokens;
+                if *asked_again {
+                    self.judge.total += 1;
+                }
                 self.judge.done += 1;
                 if let Some(error) = &record.error {
                     self.say(&format!("no verdict for {}: {error}", record.task_id));

@@ -108,6 +108,21 @@ pub fn figures(judging: Judging, judged: &[Judged], records: &[&JudgementRecord]
             Some((j.episode.task_id.clone(), record.unreadable.clone()?))
         })
         .collect();
+    let lenient = read
+        .iter()
+        .filter_map(|(j, _)| {
+            let record = j.paper?;
+            (!record.lenient.is_empty())
+                .then(|| (j.episode.task_id.clone(), record.lenient.clone()))
+        })
+        .collect();
+    let reasked = judged
+        .iter()
+        .filter_map(|j| {
+            let record = j.paper?;
+            (record.ask > 0).then(|| (j.episode.task_id.clone(), record.ask))
+        })
+        .collect();
     // A request of either order that failed for good (a rerun asks it again).
     let failed = judged
         .iter()
@@ -186,6 +201,8 @@ pub fn figures(judging: Judging, judged: &[Judged], records: &[&JudgementRecord]
         set_apart: judging.set_apart,
         read: read.len(),
         unreadable,
+        lenient,
+        reasked,
         failed,
         passed,
         pass_rate: ratio(passed, read.len()),

@@ -33,6 +33,11 @@ pub const TEMPERATURE: f64 = 0.2;
 pub const TOP_P: f64 = 0.5;
 /// Both configs' max_tokens.
 pub const MAX_TOKENS: u32 = 1000;
+/// How many times a reply that cannot be read is asked again by default: three asks in all,
+/// as a user who reran upstream's script twice for its unread replies would have made. At
+/// temperature 0.2 an ask again often reads; a judge that never answers in the format is
+/// not asked for ever.
+pub const REASKS: u32 = 2;
 /// The winlose config's frequency penalty.
 pub const WINLOSE_FREQUENCY_PENALTY: f64 = 1.02;
 /// The frequency penalty upstream's client (`llms/llmcenter.py`) sends when a config names
