@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use assay_models::{parse_think_tags, ApiKey, ModelSpec, ServeSettings};
+use assay_models::{parse_think_tags, ApiKey, ExtraBody, ModelSpec, ServeSettings};
 use assay_pipeline::engine::EngineSettings;
 use assay_pipeline::generate::ModelSettings;
 use assay_pipeline::judge::JudgeSettings;
@@ -350,9 +350,47 @@ pub struct ApiArgs {
     pub serve: ServeArgs,
     #[command(flatten)]
     pub reasoning: ReasoningArgs,
+    /// Fields added to every request body, as a JSON object or @FILE holding one: a server's
+    /// own sampling settings that would otherwise apply silently (`top_k`, `min_p`,
+    /// `repetition_penalty`, `seed`), `chat_template_kwargs` for vLLM and SGLang, provider
+    /// fields. Part of the run's identity. Fields assay sends itself need
+    /// --extra-body-replaces.
+    #[arg(long, value_name = "JSON|@FILE", value_parser = extra_body)]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Fields of --extra-body that replace what assay itself sends (`temperature`, `top_p`,
+    /// `max_tokens`, `stop`...), named on purpose: the run then is not what assay's own
+    /// settings say.
+    #[arg(long, value_name = "KEY", value_delimiter = ',')]
+    pub extra_body_replaces: Vec<String>,
+}
+
+/// `--extra-body` as given: a JSON object inline, or in the file after `@`.
+fn extra_body(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    let (json, source) = match text.strip_prefix('@') {
+        Some(file) => (
+            std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?,
+            format!("{file}: "),
+        ),
+        None => (text.to_string(), String::new()),
+    };
+    match serde_json::from_str::<serde_json::Value>(&json) {
+        Ok(serde_json::Value::Object(fields)) => Ok(fields),
+        Ok(other) => Err(format!(
+            "{source}expected a JSON object of fields to add ({{\"top_k\": 1}}), not {other}"
+        )),
+        Err(e) => Err(format!("{source}not JSON: {e}")),
+    }
 }
 
 impl ApiArgs {
+    /// The fields to add to every request body.
+    pub fn extra_body(&self) -> ExtraBody {
+        ExtraBody::new(
+            self.extra_body.clone().unwrap_or_default(),
+            self.extra_body_replaces.iter().cloned(),
+        )
+    }
+
     /// How the API of `model` (a spec) is reached, with its provider's key if assay took one
     /// from the environment (none for a spec naming no provider, such as `replay:FILE`).
     pub fn access(&self, model: &str) -> Access {
@@ -371,6 +409,7 @@ impl ApiArgs {
             prices: self.provider.prices(),
             serve: self.serve.settings(),
             reasoning: self.reasoning.settings(),
+            extra_body: self.extra_body(),
         }
     }
 }
@@ -580,6 +619,7 @@ impl ModelArgs {
             prices: self.api.provider.prices(),
             serve: self.api.serve.settings(),
             reasoning: self.api.reasoning.settings(),
+            extra_body: self.api.extra_body(),
         }
     }
 }

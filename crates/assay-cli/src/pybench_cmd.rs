@@ -146,7 +146,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     });
     let source = Source::Episodes {
         agent,
-        access: args.api.access(&args.model),
+        access: Box::new(args.api.access(&args.model)),
         model: args.model,
         settings: EpisodeSettings {
             protocol: match args.protocol {

@@ -5,7 +5,8 @@
 //! equal the ones worked out by hand for the small case, a rerun asks nothing, a `kill -9`
 //! resumes without asking twice, and bad input is refused by name. Replies as real judges
 //! write them (a ```json fence, a trailing comma) are read and counted as read leniently;
-//! one that cannot be read is asked again, within a bound, and each ask is kept.
+//! one that cannot be read is asked again, within a bound, and each ask is kept. An
+//! `--extra-body` reaches every request and the judging's settings.
 
 mod common;
 #[path = "../../assay-models/tests/mock/mod.rs"]
@@ -477,13 +478,23 @@ fn replies_as_real_judges_write_them_are_read_and_an_unread_one_is_asked_again()
     let server = MockServer::start_on_thread();
     real_judge(&server);
     let reference_arg = format!("replay:{}", reference.display());
-    let args = ["--reference", &reference_arg, "--orders", "paper"];
+    let args = [
+        "--reference",
+        &reference_arg,
+        "--orders",
+        "paper",
+        "--extra-body",
+        r#"{"seed": 3}"#,
+    ];
     let done = judge(&eval, &server, &args, dir.path());
     assert!(done.status.success(), "{}", text(&done.stderr));
     let printed = text(&done.stdout);
 
-    // Five requests; 113 asked twice, 28 three times (the default: asked again twice).
-    assert_eq!(server.requests_to(Route::Chat).len(), 8);
+    // Five requests; 113 asked twice, 28 three times (the default: asked again twice), each
+    // with the extra body.
+    let requests = server.requests_to(Route::Chat);
+    assert_eq!(requests.len(), 8);
+    assert!(requests.iter().all(|r| r.body["seed"] == 3));
     let kept = lines(&eval.join("judgements.jsonl"));
     let asks = |task: &str| -> Vec<Value> {
         kept.iter()
@@ -496,6 +507,7 @@ fn replies_as_real_judges_write_them_are_read_and_an_unread_one_is_asked_again()
     assert!(kept.iter().all(|r| r["reply"].is_string()));
     let f = &read_json(&eval.join("summary.json"))["judges"][0];
     assert_eq!(f["settings"]["reasks"], 2);
+    assert_eq!(f["settings"]["extra_body"], json!({"seed": 3}));
     assert_eq!(f["read"], 4, "7, 29, 32 leniently, and 113 asked again");
     assert_eq!(
         f["lenient"],

@@ -50,6 +50,7 @@ fn client(upstream: Upstream, server: &MockServer) -> Client {
         },
         limits: Limits::default(),
         reasoning: Default::default(),
+        extra_body: Default::default(),
     })
     .unwrap()
 }

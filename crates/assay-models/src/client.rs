@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::config::{check_reasoning, ApiKey, ClientConfig};
 use crate::error::{AttemptError, ConfigError, RequestError};
+use crate::extra_body::ExtraBody;
 use crate::gate::Gate;
 use crate::http::Transport;
 use crate::openai::TokenLimit;
@@ -56,6 +57,8 @@ struct Inner {
     reasoning: ReasoningSettings,
     /// The tags its thinking is set apart by.
     think_tags: Vec<ThinkTag>,
+    /// Fields added to every request body.
+    extra_body: ExtraBody,
 }
 
 /// How often a run reports its model's load while requests run (the progress line's rate).
@@ -114,6 +117,7 @@ impl Client {
         }
         let official_openai = *provider == Provider::OpenAi && url.host_str() == Some(OPENAI_HOST);
         check_reasoning(&config.reasoning, provider)?;
+        config.extra_body.check(provider)?;
 
         let key = config
             .api_key
@@ -210,6 +214,7 @@ impl Client {
                     .clone()
                     .unwrap_or_else(default_think_tags),
                 reasoning: config.reasoning,
+                extra_body: config.extra_body,
             }),
             observer: None,
         })
@@ -281,8 +286,9 @@ impl Client {
         } else {
             match (&inner.spec.provider, &request.prompt) {
                 (Provider::OpenAi, Prompt::Chat(chat)) => {
-                    let body =
+                    let mut body =
                         openai::chat_body(model, chat, request, inner.chat_limit, &inner.reasoning);
+                    inner.extra_body.merge_into(&mut body);
                     let n = request.n;
                     let call = Call {
                         path: "/chat/completions",
@@ -294,7 +300,8 @@ impl Client {
                         .await?
                 }
                 (Provider::OpenAi, Prompt::Completion { prompt }) => {
-                    let body = openai::completion_body(model, prompt, request);
+                    let mut body = openai::completion_body(model, prompt, request);
+                    inner.extra_body.merge_into(&mut body);
                     let n = request.n;
                     let call = Call {
                         path: "/completions",
@@ -307,7 +314,8 @@ impl Client {
                 }
                 (Provider::Anthropic, Prompt::Chat(chat)) => {
                     let budget = inner.reasoning.thinking_budget;
-                    let body = anthropic::message_body(model, chat, request, budget);
+                    let mut body = anthropic::message_body(model, chat, request, budget);
+                    inner.extra_body.merge_into(&mut body);
                     let call = Call {
                         path: "/v1/messages",
                         body: &body,
@@ -502,6 +510,7 @@ mod tests {
             backoff: Backoff::default(),
             limits: Limits::default(),
             reasoning: ReasoningSettings::default(),
+            extra_body: Default::default(),
         })
         .unwrap()
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use assay_records::ReasoningSettings;
 
 use crate::error::ConfigError;
+use crate::extra_body::ExtraBody;
 use crate::spec::{ModelSpec, Provider};
 
 /// An API key that never prints.
@@ -85,6 +86,8 @@ pub struct ClientConfig {
     pub limits: Limits,
     /// How the model is asked to reason, and how its thinking is told from its answers.
     pub reasoning: ReasoningSettings,
+    /// Fields added to every request body (`--extra-body`).
+    pub extra_body: ExtraBody,
 }
 
 /// Anthropic's least thinking budget.

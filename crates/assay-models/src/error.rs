@@ -45,6 +45,10 @@ pub enum ConfigError {
     /// least).
     #[error("{0}")]
     Reasoning(String),
+    /// An `--extra-body` field that assay sets itself (not named to replace it), or one that
+    /// would break how replies are read.
+    #[error("{0}")]
+    ExtraBody(String),
     /// The underlying HTTP client could not be built; holds the cause.
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(String),

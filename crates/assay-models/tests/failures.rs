@@ -26,6 +26,7 @@ fn config(spec: &str, base: Option<String>) -> ClientConfig {
         },
         limits: Limits::default(),
         reasoning: Default::default(),
+        extra_body: Default::default(),
     }
 }
 

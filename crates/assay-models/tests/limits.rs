@@ -25,6 +25,7 @@ fn client(server: &MockServer, limits: Limits) -> Client {
         },
         limits,
         reasoning: Default::default(),
+        extra_body: Default::default(),
     })
     .unwrap()
 }

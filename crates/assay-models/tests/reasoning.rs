@@ -27,6 +27,7 @@ fn config(spec: &str, base: String, reasoning: ReasoningSettings) -> ClientConfi
         },
         limits: Limits::default(),
         reasoning,
+        extra_body: Default::default(),
     }
 }
 

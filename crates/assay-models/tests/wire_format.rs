@@ -22,6 +22,7 @@ fn client(spec: &str, base: String, key: Option<&str>) -> Client {
         },
         limits: Limits::default(),
         reasoning: Default::default(),
+        extra_body: Default::default(),
     })
     .unwrap()
 }

@@ -78,6 +78,7 @@ pub async fn check(
             tokens_per_minute: None,
         },
         reasoning: ReasoningSettings::default(),
+        extra_body: Default::default(),
     })?;
     let access = ModelAccess {
         client,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use assay_generate::{prompt, resolve, Generation, Model, Onward};
 use assay_models::{
-    ApiKey, Backoff, Client, ClientConfig, Limits, ModelSpec, Provider, ServeSettings,
+    ApiKey, Backoff, Client, ClientConfig, ExtraBody, Limits, ModelSpec, Provider, ServeSettings,
 };
 use assay_records::{
     GenerationDone, GenerationOutcome, GenerationSettings, Identity, Kind, Listener, Manifest,
@@ -57,6 +57,8 @@ pub struct ModelSettings {
     pub serve: Option<ServeSettings>,
     /// How the model is asked to reason, and its thinking told apart.
     pub reasoning: ReasoningSettings,
+    /// Fields added to every request body (`--extra-body`).
+    pub extra_body: ExtraBody,
 }
 
 /// The model as chosen.
@@ -77,6 +79,8 @@ pub struct Chosen {
     pub serve: Option<ServeSettings>,
     /// How the model is asked to reason, where not the defaults.
     pub reasoning: Option<ReasoningSettings>,
+    /// Fields added to every request body, when any.
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl ModelSettings {
@@ -137,6 +141,9 @@ impl ModelSettings {
                      are for model APIs, not `reference`",
                 );
             }
+            if self.extra_body.fields().is_some() {
+                return invalid("--extra-body is for model APIs, not `reference`");
+            }
             return Ok(Chosen {
                 model: Model::Reference,
                 name: "reference".into(),
@@ -146,6 +153,7 @@ impl ModelSettings {
                 direct_completion: false,
                 serve: None,
                 reasoning: None,
+                extra_body: None,
             });
         }
         let parsed: ModelSpec = spec.parse()?;
@@ -191,6 +199,7 @@ impl ModelSettings {
                 tokens_per_minute: self.tokens_per_minute,
             },
             reasoning: self.reasoning.clone(),
+            extra_body: self.extra_body.clone(),
         })?;
         let base_url = Some(client.base_url().to_string());
         let model = if self.direct_completion {
@@ -207,6 +216,7 @@ impl ModelSettings {
             direct_completion: self.direct_completion,
             serve: self.serve.clone(),
             reasoning: self.reasoning.in_identity(),
+            extra_body: self.extra_body.fields().cloned(),
         })
     }
 }
@@ -224,6 +234,7 @@ impl Chosen {
             direct_completion: Some(self.direct_completion),
             generation: Some(self.settings.clone()),
             reasoning: self.reasoning.clone(),
+            extra_body: self.extra_body.clone(),
             prompt: Some(prompt::TEMPLATE_VERSION.to_string()),
             ..into
         }
@@ -359,6 +370,7 @@ mod tests {
             }),
             serve: None,
             reasoning: ReasoningSettings::default(),
+            extra_body: ExtraBody::default(),
         }
     }
 

@@ -175,6 +175,7 @@ pub async fn judge_pybench(
         presence_penalty: (!anthropic).then_some(judge::PRESENCE_PENALTY),
         reasoning: request.access.reasoning.in_identity(),
         reasks: request.reasks,
+        extra_body: request.access.extra_body.fields().cloned(),
     };
 
     let orders: &[JudgeOrder] = if request.both_orders {
@@ -377,9 +378,9 @@ pub async fn judge_pybench(
 }
 
 /// 16 hex digits of BLAKE3 over what decides a judge's answer: the judge, its settings but
-/// the reference's name, and the request.
+/// the reference's name and the bound on asking again, and the request.
 fn request_key(settings: &JudgeSettings, request: &JudgeRequest) -> String {
-    let decided = serde_json::json!({
+    let mut decided = serde_json::json!({
         "judge": settings.judge,
         "temperature": settings.temperature,
         "top_p": settings.top_p,
@@ -390,6 +391,10 @@ fn request_key(settings: &JudgeSettings, request: &JudgeRequest) -> String {
         "system": request.system,
         "user": request.user,
     });
+    // Only when given, so that answers asked without one keep their keys.
+    if let Some(extra) = &settings.extra_body {
+        decided["extra_body"] = serde_json::Value::Object(extra.clone());
+    }
     digest(&serde_json::to_vec(&decided).expect("JSON serializes"))
 }
 

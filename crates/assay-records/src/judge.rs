@@ -189,6 +189,9 @@ pub struct JudgeSettings {
     /// unreadable.
     #[serde(default)]
     pub reasks: u32,
+    /// Fields the user added to every request body (`--extra-body`), when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Win/tie/lose of the run against the reference, over the tasks whose verdict was read.

@@ -82,6 +82,9 @@ pub struct Identity {
     /// How the model was asked to reason and its thinking told apart, where not the defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<crate::reasoning::ReasoningSettings>,
+    /// Fields the user added to every request body (`--extra-body`), when any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// The prompt templates' version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,

@@ -20,7 +20,7 @@ use assay_agent::pybench::EpisodeSettings;
 use assay_coding_agents::{Installed, ModelAccess};
 
 pub use crate::agents::CodingAgent;
-use assay_models::{ApiKey, ServeSettings};
+use assay_models::{ApiKey, ExtraBody, ServeSettings};
 use assay_pyenv::Environment;
 use assay_records::{Prices, PybenchSummary, ReasoningSettings, Shard};
 use assay_tasks::pybench::{PyBench, Task};
@@ -51,7 +51,7 @@ pub enum Source {
         /// The model spec.
         model: String,
         /// How the model is reached (not for `replay:`).
-        access: Access,
+        access: Box<Access>,
         /// Protocol, turns, cell timeout, observation cap.
         settings: EpisodeSettings,
         /// A coding agent, installed, that solves the tasks instead of upstream's loop.
@@ -86,6 +86,8 @@ pub struct Access {
     pub serve: Option<ServeSettings>,
     /// How the model is asked to reason, and its thinking told apart.
     pub reasoning: ReasoningSettings,
+    /// Fields added to every request body (`--extra-body`).
+    pub extra_body: ExtraBody,
 }
 
 /// A PyBench run or evaluation.

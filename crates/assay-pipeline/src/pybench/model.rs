@@ -40,6 +40,11 @@ impl Model {
                     "--serve starts a model server; --model replay:FILE needs none".into(),
                 ));
             }
+            if access.extra_body.fields().is_some() {
+                return Err(PipelineError::Invalid(
+                    "--extra-body is for model APIs; --model replay:FILE asks none".into(),
+                ));
+            }
             if protocol == Protocol::Tools {
                 return Err(PipelineError::Invalid(
                     "--model replay:FILE replays markdown replies; it cannot be used with \
@@ -102,6 +107,7 @@ pub(crate) fn chat_client(
             tokens_per_minute: access.tokens_per_minute,
         },
         reasoning: access.reasoning.clone(),
+        extra_body: access.extra_body.clone(),
     })?)
 }
 
@@ -188,6 +194,7 @@ mod tests {
             prices: None,
             serve: None,
             reasoning: ReasoningSettings::default(),
+            extra_body: Default::default(),
         };
         let err = Model::resolve("replay:/nonexistent.jsonl", &access, Protocol::Tools)
             .err()

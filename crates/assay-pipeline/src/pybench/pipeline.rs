@@ -45,9 +45,12 @@ pub async fn pybench(
     let started = Instant::now();
     let data = load_tasks(&request.data, &request.tasks, request.shard)?;
     // Everything that can be wrong with the input is found before anything runs.
-    let reasoning = match &request.source {
-        Source::Episodes { access, .. } => access.reasoning.in_identity(),
-        Source::Recorded { .. } => None,
+    let (reasoning, extra_body) = match &request.source {
+        Source::Episodes { access, .. } => (
+            access.reasoning.in_identity(),
+            access.extra_body.fields().cloned(),
+        ),
+        Source::Recorded { .. } => (None, None),
     };
     let (kind, model, recorded, identity_model, protocol, settings) = match &request.source {
         Source::Episodes {
@@ -157,6 +160,7 @@ pub async fn pybench(
         shard: request.shard,
         model: Some(identity_model.clone()),
         reasoning,
+        extra_body,
         samples_digest: match (&model, &request.source) {
             (Some(Model::Replay { digest, .. }), _) => Some(digest.clone()),
             (None, Source::Recorded { trajectories, .. }) => {
