@@ -371,7 +371,11 @@ impl Progress {
                 self.episodes.done = self.episodes.done.max(self.verdicts.done);
             }
             RunEvent::JudgeStarted { requests, done } => {
-                if *done > 0 {
+                if *done == *requests {
+                    self.say(&format!(
+                        "all {requests} judge requests are already answered; nothing to ask"
+                    ));
+                } else if *done > 0 {
                     self.say(&format!(
                         "{done} of {requests} judge requests are already answered; asking the rest"
                     ));
