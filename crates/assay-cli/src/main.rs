@@ -6,6 +6,7 @@
 mod agents_cmd;
 mod args;
 mod check_cmd;
+mod data_cmd;
 mod env_cmd;
 mod eval_cmd;
 mod export_cmd;
@@ -47,6 +48,10 @@ enum Command {
     /// Run the reference solutions: which tasks this environment can pass at all, and why
     /// the others fail (the official ground-truth check). Results are cached.
     Check(check_cmd::CheckArgs),
+    /// Fetch a benchmark's data that assay cannot ship: `assay data pybench` checks out
+    /// PyBench's repository (no license: evaluation only) into assay's cache.
+    #[command(subcommand)]
+    Data(data_cmd::DataCommand),
     /// Manage the isolated Python environments evaluated code runs in.
     #[command(subcommand)]
     Env(env_cmd::EnvCommand),
@@ -94,6 +99,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Agents(cmd) => block_on(agents_cmd::run(cmd)),
         Command::Check(args) => block_on(check_cmd::run(args)),
+        Command::Data(cmd) => data_cmd::run(cmd),
         Command::Env(cmd) => env_cmd::run(cmd).map(|()| 0),
         Command::Eval(args) => match args.pybench {
             Some(eval_cmd::PybenchEval::Pybench(args)) => block_on(pybench_cmd::eval(args)),

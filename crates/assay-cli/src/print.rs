@@ -373,3 +373,24 @@ pub fn pybench_judge(figures: &assay_records::JudgeFigures, dir: &Path) {
     print!("{}", assay_report::judge::lines(figures));
     println!("  files: {}", dir.join("judgements.jsonl").display());
 }
+
+/// What a user must know of fetched PyBench data, after `assay data pybench` (stdout) or a
+/// run that fetched or found it (stderr): its license notice, and the tasks whose input files
+/// the tree lacks (a run records them as `infra`).
+pub fn pybench_data(fetched: &assay_pipeline::pybench_data::Fetched) -> String {
+    let mut text = format!("{}\n", assay_pipeline::pybench_data::NOTICE);
+    if fetched.lacking.is_empty() {
+        text.push_str("Every task's input files are there.\n");
+        return text;
+    }
+    let ids: Vec<&str> = fetched.lacking.iter().map(|(id, _)| id.as_str()).collect();
+    text.push_str(&format!(
+        "{} lack input files here (a run records them as infra): {}\n",
+        count(fetched.lacking.len(), "task", "tasks"),
+        ids.join(", ")
+    ));
+    for (id, paths) in &fetched.lacking {
+        text.push_str(&format!("  {id}: {}\n", paths.join(", ")));
+    }
+    text
+}

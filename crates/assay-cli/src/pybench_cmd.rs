@@ -4,13 +4,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use assay_agent::pybench::checks::Mode;
 use assay_agent::pybench::{EpisodeSettings, Protocol};
 use assay_coding_agents::{install, Declaration};
 use assay_pipeline::pybench::{pybench, CodingAgent, PybenchRequest, Source};
+use assay_pipeline::pybench_data::{self, fetch, FetchRequest};
 use assay_pyenv::{Interpreter, Profile};
-use assay_tasks::pybench::PyBench;
+use assay_tasks::pybench::{
+    PyBench, DATA_ENV, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT, UPSTREAM_REPO,
+};
 use clap::{Args, ValueEnum};
 
 use crate::args::{ApiArgs, EngineArgs, ShardArgs};
@@ -38,11 +41,58 @@ pub enum ProtocolArg {
     Tools,
 }
 
+/// The data when neither --data nor $ASSAY_PYBENCH_DATA names it: what `assay data pybench`
+/// put in assay's cache, else upstream's commit fetched there now (from $ASSAY_PYBENCH_REPO
+/// if set), each said on stderr (stdout may be --json's).
+async fn fetched_data() -> Result<PathBuf> {
+    if let Some((dir, commit)) = pybench_data::cached()? {
+        let note = if commit == UPSTREAM_COMMIT {
+            String::new()
+        } else {
+            format!(
+                "; not {UPSTREAM_COMMIT}, upstream's commit assay's checks were written against"
+            )
+        };
+        eprintln!(
+            "assay: no --data given: using PyBench's data at {} (commit {commit}{note})",
+            dir.display()
+        );
+        return Ok(dir);
+    }
+    let request = FetchRequest {
+        from: std::env::var(REPO_ENV)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| UPSTREAM_REPO.to_string()),
+        commit: UPSTREAM_COMMIT.to_string(),
+        into: None,
+    };
+    eprintln!(
+        "assay: no --data given: fetching PyBench's data from {} at {} into {} (same as \
+         `assay data pybench`)",
+        request.from,
+        request.commit,
+        pybench_data::cache_dir()?.join(&request.commit).display()
+    );
+    let fetched = tokio::task::spawn_blocking(move || fetch(&request, &Spinner::new()))
+        .await
+        .context("fetching PyBench's data")?
+        .with_context(|| {
+            format!(
+                "no data folder: pass --data DIR (a folder in upstream's layout, with \
+                 {TASK_FILE}) or set {DATA_ENV}; fetching upstream's failed"
+            )
+        })?;
+    eprint!("{}", print::pybench_data(&fetched));
+    Ok(fetched.dir)
+}
+
 /// What both PyBench commands share.
 #[derive(Args)]
 pub struct Common {
     /// The task data: a folder in upstream's layout (data/meta/task.json and the input files
-    /// under data/). Default: $ASSAY_PYBENCH_DATA.
+    /// under data/). Default: $ASSAY_PYBENCH_DATA, else the data `assay data pybench` put in
+    /// assay's cache, fetched first (as that command does) if it is not there.
     #[arg(long)]
     pub data: Option<PathBuf>,
     /// Only these tasks (comma-separated indices or ids: 3,PyBench/15).
@@ -171,7 +221,10 @@ pub async fn eval(args: EvalArgs) -> Result<i32> {
 }
 
 async fn execute(common: Common, source: Source) -> Result<i32> {
-    let data = PyBench::folder(common.data.as_deref())?;
+    let data = match PyBench::folder(common.data.as_deref()) {
+        Some(data) => data,
+        None => fetched_data().await?,
+    };
     let mut engine = common.engine;
     engine.select.profile = Profile::by_name("pybench")?.name.to_string();
     let checks = match common.checks {

@@ -1,7 +1,8 @@
 //! The pipelines assay runs, each with typed inputs and outputs: [`generate`] answers,
 //! [`eval`] judges a samples file, [`run`] does both into one directory, [`check`] runs the
-//! reference solutions, [`pybench`] runs or judges PyBench episodes. Each tells a [`Listener`](assay_records::Listener) what happens as
-//! it happens; the command line parses arguments into these requests, calls them and prints.
+//! reference solutions, [`pybench`] runs or judges PyBench episodes (on data [`pybench_data`]
+//! fetches). Each tells a [`Listener`](assay_records::Listener) what happens as it happens; the
+//! command line parses arguments into these requests, calls them and prints.
 
 pub mod agents;
 pub mod bigcodebench_agent;
@@ -13,6 +14,7 @@ pub mod generate;
 pub mod judge;
 pub mod merge;
 pub mod pybench;
+pub mod pybench_data;
 pub mod pybench_judge;
 pub mod run;
 pub mod selection;

@@ -17,6 +17,14 @@ use crate::Error;
 pub const TASK_FILE: &str = "data/meta/task.json";
 /// The environment variable that names the data folder when `--data` does not.
 pub const DATA_ENV: &str = "ASSAY_PYBENCH_DATA";
+/// Upstream's repository, where `assay data pybench` fetches the data from by default.
+pub const UPSTREAM_REPO: &str = "https://github.com/Mercury7353/PyBench";
+/// The commit of upstream's repository assay's checks, prompts and parity notes were written
+/// against (the public snapshot's head, 2024-08-06): the data fetched by default.
+pub const UPSTREAM_COMMIT: &str = "fa90fae282a23cb38279c2d5074ccaf2062629bf";
+/// The environment variable that names a mirror of upstream's repository (any git remote), for
+/// machines without GitHub.
+pub const REPO_ENV: &str = "ASSAY_PYBENCH_REPO";
 /// The prefix of a task id: `PyBench/<index>`.
 pub const ID_PREFIX: &str = "PyBench/";
 
@@ -155,21 +163,14 @@ pub struct Input {
 }
 
 impl PyBench {
-    /// The data folder: `--data`, else `ASSAY_PYBENCH_DATA`.
-    pub fn folder(flag: Option<&Path>) -> Result<PathBuf, Error> {
-        match flag {
-            Some(dir) => Ok(dir.to_path_buf()),
-            None => std::env::var_os(DATA_ENV)
+    /// The data folder the user named: `--data`, else `ASSAY_PYBENCH_DATA`; `None` when neither
+    /// does (the caller then falls back to the data `assay data pybench` fetched).
+    pub fn folder(flag: Option<&Path>) -> Option<PathBuf> {
+        flag.map(Path::to_path_buf).or_else(|| {
+            std::env::var_os(DATA_ENV)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
-                .ok_or_else(|| Error::Invalid {
-                    file: "PyBench data".into(),
-                    message: format!(
-                        "no data folder: pass --data DIR (a folder in upstream's layout, with \
-                         {TASK_FILE}) or set {DATA_ENV}"
-                    ),
-                }),
-        }
+        })
     }
 
     /// Reads `DIR/data/meta/task.json`. Every error names the file, the line and the field.

@@ -1,0 +1,78 @@
+//! `assay data pybench`: PyBench's data (upstream's repository at one commit) fetched into
+//! assay's cache or a folder, from GitHub or a mirror.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use assay_pipeline::pybench_data::{fetch, FetchRequest};
+use assay_tasks::pybench::{REPO_ENV, UPSTREAM_COMMIT, UPSTREAM_REPO};
+use clap::{Args, Subcommand};
+
+use crate::print;
+use crate::progress::Spinner;
+
+#[derive(Subcommand)]
+pub enum DataCommand {
+    /// Fetch PyBench's data: upstream's repository (github.com/Mercury7353/PyBench) at the
+    /// commit assay's checks were written against, checked out with git into assay's cache,
+    /// where `assay run pybench` and `assay eval pybench` find it without --data. A second
+    /// call finds it there and does nothing. The data carries no license: for evaluation
+    /// only.
+    Pybench(PybenchArgs),
+}
+
+#[derive(Args)]
+pub struct PybenchArgs {
+    /// Check it out into DIR (new or empty) instead of assay's cache; then pass --data DIR.
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+    /// The git remote to fetch from: any URL or path git accepts (https://, git://, ssh://,
+    /// a bare repository's path), e.g. a mirror for machines without GitHub.
+    #[arg(long, value_name = "URL", env = REPO_ENV, default_value = UPSTREAM_REPO)]
+    pub from: String,
+    /// The commit to fetch, as a full 40-digit SHA-1. assay's checks were written against
+    /// the default, upstream's fa90fae; another (a fork's, a rebuilt mirror's) is checked out
+    /// in its own folder, named by the commit, which a run records as its data.
+    #[arg(long, value_name = "SHA", default_value = UPSTREAM_COMMIT)]
+    pub commit: String,
+}
+
+pub fn run(cmd: DataCommand) -> Result<i32> {
+    match cmd {
+        DataCommand::Pybench(args) => pybench(args),
+    }
+}
+
+fn pybench(args: PybenchArgs) -> Result<i32> {
+    let request = FetchRequest {
+        from: args.from,
+        commit: args.commit,
+        into: args.into.clone(),
+    };
+    let fetched = {
+        let spinner = Spinner::new();
+        fetch(&request, &spinner)?
+    };
+    if fetched.fresh {
+        println!(
+            "PyBench's data at {} is in {}",
+            fetched.commit,
+            fetched.dir.display()
+        );
+    } else {
+        println!(
+            "PyBench's data at {} is already in {}; nothing to do",
+            fetched.commit,
+            fetched.dir.display()
+        );
+    }
+    print!("{}", print::pybench_data(&fetched));
+    match args.into {
+        Some(_) => println!(
+            "Pass --data {} to `assay run pybench` and `assay eval pybench`.",
+            fetched.dir.display()
+        ),
+        None => println!("`assay run pybench` and `assay eval pybench` use it without --data."),
+    }
+    Ok(0)
+}
