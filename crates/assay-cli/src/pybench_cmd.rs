@@ -41,52 +41,6 @@ pub enum ProtocolArg {
     Tools,
 }
 
-/// The data when neither --data nor $ASSAY_PYBENCH_DATA names it: what `assay data pybench`
-/// put in assay's cache, else upstream's commit fetched there now (from $ASSAY_PYBENCH_REPO
-/// if set), each said on stderr (stdout may be --json's).
-async fn fetched_data() -> Result<PathBuf> {
-    if let Some((dir, commit)) = pybench_data::cached()? {
-        let note = if commit == UPSTREAM_COMMIT {
-            String::new()
-        } else {
-            format!(
-                "; not {UPSTREAM_COMMIT}, upstream's commit assay's checks were written against"
-            )
-        };
-        eprintln!(
-            "assay: no --data given: using PyBench's data at {} (commit {commit}{note})",
-            dir.display()
-        );
-        return Ok(dir);
-    }
-    let request = FetchRequest {
-        from: std::env::var(REPO_ENV)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| UPSTREAM_REPO.to_string()),
-        commit: UPSTREAM_COMMIT.to_string(),
-        into: None,
-    };
-    eprintln!(
-        "assay: no --data given: fetching PyBench's data from {} at {} into {} (same as \
-         `assay data pybench`)",
-        request.from,
-        request.commit,
-        pybench_data::cache_dir()?.join(&request.commit).display()
-    );
-    let fetched = tokio::task::spawn_blocking(move || fetch(&request, &Spinner::new()))
-        .await
-        .context("fetching PyBench's data")?
-        .with_context(|| {
-            format!(
-                "no data folder: pass --data DIR (a folder in upstream's layout, with \
-                 {TASK_FILE}) or set {DATA_ENV}; fetching upstream's failed"
-            )
-        })?;
-    eprint!("{}", print::pybench_data(&fetched));
-    Ok(fetched.dir)
-}
-
 /// What both PyBench commands share.
 #[derive(Args)]
 pub struct Common {
@@ -258,4 +212,50 @@ async fn execute(common: Common, source: Source) -> Result<i32> {
         );
     }
     Ok(i32::from(report.unfinished > 0))
+}
+
+/// The data when neither --data nor $ASSAY_PYBENCH_DATA names it: what `assay data pybench`
+/// put in assay's cache, else upstream's commit fetched there now (from $ASSAY_PYBENCH_REPO
+/// if set), each said on stderr (stdout may be --json's).
+async fn fetched_data() -> Result<PathBuf> {
+    if let Some((dir, commit)) = pybench_data::cached()? {
+        let note = if commit == UPSTREAM_COMMIT {
+            String::new()
+        } else {
+            format!(
+                "; not {UPSTREAM_COMMIT}, upstream's commit assay's checks were written against"
+            )
+        };
+        eprintln!(
+            "assay: no --data given: using PyBench's data at {} (commit {commit}{note})",
+            dir.display()
+        );
+        return Ok(dir);
+    }
+    let request = FetchRequest {
+        from: std::env::var(REPO_ENV)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| UPSTREAM_REPO.to_string()),
+        commit: UPSTREAM_COMMIT.to_string(),
+        into: None,
+    };
+    eprintln!(
+        "assay: no --data given: fetching PyBench's data from {} at {} into {} (same as \
+         `assay data pybench`)",
+        request.from,
+        request.commit,
+        pybench_data::cache_dir()?.join(&request.commit).display()
+    );
+    let fetched = tokio::task::spawn_blocking(move || fetch(&request, &Spinner::new()))
+        .await
+        .context("fetching PyBench's data")?
+        .with_context(|| {
+            format!(
+                "no data folder: pass --data DIR (a folder in upstream's layout, with \
+                 {TASK_FILE}) or set {DATA_ENV}; fetching upstream's failed"
+            )
+        })?;
+    eprint!("{}", print::pybench_data(&fetched));
+    Ok(fetched.dir)
 }
