@@ -13,11 +13,15 @@ use crate::progress::Spinner;
 
 #[derive(Subcommand)]
 pub enum DataCommand {
-    /// Fetch PyBench's data: upstream's repository (github.com/Mercury7353/PyBench) at the
-    /// commit assay's checks were written against, checked out with git into assay's cache,
-    /// where `assay run pybench` and `assay eval pybench` find it without --data. A second
-    /// call finds it there and does nothing. The data carries no license: for evaluation
-    /// only.
+    /// Fetch PyBench's data with git: upstream's repository, which has no license (for
+    /// evaluation only).
+    ///
+    /// Checks out github.com/Mercury7353/PyBench at the commit assay's checks were written
+    /// against (fa90fae) into assay's cache, where `assay run pybench` and `assay eval
+    /// pybench` find it without --data. A second call finds it there and does nothing; a call
+    /// after a fetch cut short starts it over. Then it lists the tasks whose input files the
+    /// tree lacks. The data carries no license: use it for evaluation only, and do not
+    /// redistribute it.
     Pybench(PybenchArgs),
 }
 

@@ -48,8 +48,8 @@ enum Command {
     /// Run the reference solutions: which tasks this environment can pass at all, and why
     /// the others fail (the official ground-truth check). Results are cached.
     Check(check_cmd::CheckArgs),
-    /// Fetch a benchmark's data that assay cannot ship: `assay data pybench` checks out
-    /// PyBench's repository (no license: evaluation only) into assay's cache.
+    /// Fetch a benchmark's data that assay cannot ship: `assay data pybench` checks PyBench's
+    /// repository (no license: evaluation only) out into assay's cache.
     #[command(subcommand)]
     Data(data_cmd::DataCommand),
     /// Manage the isolated Python environments evaluated code runs in.

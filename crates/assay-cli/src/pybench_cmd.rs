@@ -252,8 +252,9 @@ async fn fetched_data() -> Result<PathBuf> {
         .context("fetching PyBench's data")?
         .with_context(|| {
             format!(
-                "no data folder: pass --data DIR (a folder in upstream's layout, with \
-                 {TASK_FILE}) or set {DATA_ENV}; fetching upstream's failed"
+                "no --data given, and PyBench's data could not be fetched: pass --data DIR \
+                 (a folder in upstream's layout, with {TASK_FILE}), set {DATA_ENV}, or name a \
+                 mirror in {REPO_ENV}"
             )
         })?;
     eprint!("{}", print::pybench_data(&fetched));

@@ -447,8 +447,9 @@ fn run_pybench_without_data_uses_the_fetched_tree_or_fetches_upstreams() {
     );
     assert!(
         stderr.contains(
-            "error: no data folder: pass --data DIR (a folder in upstream's layout, with \
-             data/meta/task.json) or set ASSAY_PYBENCH_DATA; fetching upstream's failed: "
+            "error: no --data given, and PyBench's data could not be fetched: pass --data DIR \
+             (a folder in upstream's layout, with data/meta/task.json), set ASSAY_PYBENCH_DATA, \
+             or name a mirror in ASSAY_PYBENCH_REPO: "
         ) && stderr.contains(&format!("does not have commit {UPSTREAM}")),
         "{stderr}"
     );

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use assay_pyenv::SetupObserver;
-use assay_tasks::pybench::{PyBench, TASK_FILE, UPSTREAM_COMMIT};
+use assay_tasks::pybench::{PyBench, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT};
 
 use self::git::{Failure, Git};
 
@@ -328,7 +328,10 @@ fn fetch_into(
         Err(Failure::Exit(detail)) => {
             return Err(DataError::Git {
                 step: format!("fetching {commit} from {remote}"),
-                detail,
+                detail: format!(
+                    "{detail}\n(a machine that cannot reach it can fetch from a mirror: \
+                     --from URL or {REPO_ENV})"
+                ),
             })
         }
     }
