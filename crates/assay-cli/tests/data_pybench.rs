@@ -98,7 +98,8 @@ fn mirror() -> &'static Mirror {
     })
 }
 
-/// `git daemon` serving [`mirror`] on a free loopback port, stopped when dropped.
+/// `git daemon` serving [`mirror`] on a free loopback port, stopped (with its children) when
+/// dropped.
 struct Daemon {
     child: Child,
     url: String,
@@ -127,6 +128,8 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
+            // `git daemon` runs `git-daemon` as its child: the group is what to stop.
+            .process_group(0)
             .spawn()
             .expect("git daemon (git's git-daemon program) to start");
         let daemon = Daemon {
@@ -154,7 +157,10 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let _ = rustix::process::kill_process_group(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::KILL,
+        );
         let _ = self.child.wait();
     }
 }
