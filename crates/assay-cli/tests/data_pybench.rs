@@ -323,11 +323,16 @@ fn an_interrupted_fetch_is_cleared_and_done_again() {
         .stderr(Stdio::null())
         .process_group(0);
     let mut child = command.spawn().expect("start assay");
+    // The pack being received: git writes it under objects/pack as it arrives.
+    let receiving = || {
+        std::fs::read_dir(staging.join(".git/objects/pack"))
+            .is_ok_and(|mut entries| entries.next().is_some())
+    };
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !staging.join(".git").exists() {
+    while !receiving() {
         assert!(
             Instant::now() < deadline,
-            "no staging directory at {} within 60 s",
+            "no pack arriving in {} within 60 s",
             staging.display()
         );
         assert!(child.try_wait().unwrap().is_none(), "assay ended first");
