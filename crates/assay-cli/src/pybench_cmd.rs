@@ -11,9 +11,7 @@ use assay_coding_agents::{install, Declaration};
 use assay_pipeline::pybench::{pybench, CodingAgent, PybenchRequest, Source};
 use assay_pipeline::pybench_data::{self, fetch, FetchRequest};
 use assay_pyenv::{Interpreter, Profile};
-use assay_tasks::pybench::{
-    PyBench, DATA_ENV, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT, UPSTREAM_REPO,
-};
+use assay_tasks::pybench::{PyBench, DATA_ENV, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT};
 use clap::{Args, ValueEnum};
 
 use crate::args::{ApiArgs, EngineArgs, ShardArgs};
@@ -232,14 +230,7 @@ async fn fetched_data() -> Result<PathBuf> {
         );
         return Ok(dir);
     }
-    let request = FetchRequest {
-        from: std::env::var(REPO_ENV)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| UPSTREAM_REPO.to_string()),
-        commit: UPSTREAM_COMMIT.to_string(),
-        into: None,
-    };
+    let request = FetchRequest::upstream();
     eprintln!(
         "assay: no --data given: fetching PyBench's data from {} at {} into {} (same as \
          `assay data pybench`)",

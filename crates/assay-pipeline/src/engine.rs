@@ -102,10 +102,10 @@ pub fn record_machine(manifest: &mut Manifest, engine: &Engine, env: &Environmen
 
 /// What jobs must never read should it lie inside a tree they can see (the sandbox binds the
 /// system directories, the interpreter and its environment): `extra` (a run directory, a
-/// samples file), the ground-truth cache, PyBench's fetched data (upstream's checks data, and
-/// its tree holds a config file with an API key) and the user's home. A mask covers only what exists
-/// when the engine starts (the view is built then), so a path not there yet, a directory to
-/// come (the run directory, the cache), is made here.
+/// samples file), the ground-truth cache, PyBench's fetched data (the checks' data, and
+/// upstream's tree holds a config file with an API key) and the user's home. A mask covers
+/// only what exists when the engine starts (the view is built then), so a path not there yet,
+/// a directory to come (the run directory, the caches), is made here.
 fn harness_paths(extra: &[&Path]) -> Result<Vec<PathBuf>, PipelineError> {
     let mut paths: Vec<PathBuf> = extra.iter().map(|p| p.to_path_buf()).collect();
     let cache = assay_pyenv::cache_root()?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use assay_pyenv::SetupObserver;
-use assay_tasks::pybench::{PyBench, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT};
+use assay_tasks::pybench::{PyBench, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT, UPSTREAM_REPO};
 
 use self::git::{Failure, Git};
 
@@ -124,6 +124,21 @@ pub struct FetchRequest {
     pub commit: String,
     /// Where to check it out; `None`: assay's cache.
     pub into: Option<PathBuf>,
+}
+
+impl FetchRequest {
+    /// Upstream's commit into the cache, from the mirror `$ASSAY_PYBENCH_REPO` names if it is
+    /// set, else from GitHub: what a run without `--data` fetches.
+    pub fn upstream() -> FetchRequest {
+        FetchRequest {
+            from: std::env::var(REPO_ENV)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| UPSTREAM_REPO.to_string()),
+            commit: UPSTREAM_COMMIT.to_string(),
+            into: None,
+        }
+    }
 }
 
 /// A checkout in place.
