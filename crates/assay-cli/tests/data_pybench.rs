@@ -43,12 +43,20 @@ fn git_ok(command: &mut Command) -> String {
     text(&out.stdout)
 }
 
-/// A folder of this test process, new.
+/// A folder of this test process, new. The folders of test processes that have ended (a
+/// mirror and checkouts, some 100 MB) are removed on first use.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("data-pybench")
-        .join(std::process::id().to_string())
-        .join(name);
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("data-pybench");
+        for entry in std::fs::read_dir(&parent).into_iter().flatten().flatten() {
+            if !Path::new("/proc").join(entry.file_name()).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        parent.join(std::process::id().to_string())
+    });
+    let dir = root.join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
