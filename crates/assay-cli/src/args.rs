@@ -214,6 +214,19 @@ pub struct Select {
     pub python: Option<PathBuf>,
 }
 
+/// `env`, set up first (once, with a spinner) if it is not yet: no command needs `assay env
+/// setup` run before it.
+pub fn ready(env: Environment) -> Result<Environment> {
+    if !matches!(env.status(), EnvStatus::Complete(_)) {
+        eprintln!(
+            "assay: the `{}` environment is not set up yet; setting it up now (once)",
+            env.profile.name
+        );
+        env.setup(&Spinner::new())?;
+    }
+    Ok(env)
+}
+
 impl Select {
     /// The environment chosen, set up or not.
     pub fn locate(&self) -> Result<Environment> {
@@ -547,17 +560,9 @@ impl EngineArgs {
     /// The chosen environment, set up first (once) if it is not yet.
     pub async fn environment(&self) -> Result<Environment> {
         let env = self.select.locate()?;
-        if !matches!(env.status(), EnvStatus::Complete(_)) {
-            eprintln!(
-                "assay: the `{}` environment is not set up yet; setting it up now (once)",
-                env.profile.name
-            );
-            let env = env.clone();
-            tokio::task::spawn_blocking(move || env.setup(&Spinner::new()))
-                .await
-                .context("environment setup")??;
-        }
-        Ok(env)
+        tokio::task::spawn_blocking(move || ready(env))
+            .await
+            .context("environment setup")?
     }
 
     /// How the sandbox runs jobs.

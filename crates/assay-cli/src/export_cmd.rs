@@ -1,55 +1,129 @@
-//! `assay export`: a run directory in another tool's format, written where that tool looks.
+//! `assay export`: run directories in another tool's format, written where that tool looks:
+//! Inspect AI eval logs, or runs of the experiment trackers teams keep results in (MLflow,
+//! Weights & Biases).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use assay_export::inspect::{self, log::EvalStatus};
+use assay_export::tracker::upload::{upload, Tracker};
+use assay_export::tracker::{document, TrackedRun};
 use clap::{Args, ValueEnum};
+
+use crate::args::{ready, Select};
 
 /// Inspect's default log directory, where `inspect view` looks when given none.
 const INSPECT_LOG_DIR: &str = "logs";
 
 #[derive(Args)]
 pub struct ExportArgs {
-    /// The run directory: of `assay eval` or `assay run` (BigCodeBench), or of `assay run
+    /// Run directories: of `assay eval` or `assay run` (BigCodeBench), or of `assay run
     /// pybench` or `assay eval pybench`.
-    pub run: PathBuf,
-    /// What to write.
-    #[arg(long, value_enum)]
-    pub format: Format,
-    /// Where: a file, a folder (the log gets the name Inspect would give it there: a
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Where to: an Inspect log, or an MLflow or Weights & Biases run per assay run.
+    #[arg(long, visible_alias = "format", value_enum)]
+    pub to: Destination,
+    /// Inspect: where. A file, a folder (the log gets the name Inspect would give it there: a
     /// `<time>_<task>_<id>.json` that `inspect view --log-dir FOLDER` lists), or `-` for
     /// standard output. Default: ./logs/, Inspect's own default, which `inspect view` opens.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// MLflow: the tracking server (`http://host:5000`, `databricks`) or a local store
+    /// (`sqlite:///mlflow.db`).
+    #[arg(long, env = "MLFLOW_TRACKING_URI")]
+    pub tracking_uri: Option<String>,
+    /// MLflow: the experiment the runs go in (made when it does not exist).
+    #[arg(long, env = "MLFLOW_EXPERIMENT_NAME", default_value = "assay")]
+    pub experiment: String,
+    /// Weights & Biases: the project. Offline with WANDB_MODE=offline (no account needed),
+    /// to `wandb sync` later.
+    #[arg(long, env = "WANDB_PROJECT", default_value = "assay")]
+    pub project: String,
+    /// Weights & Biases: the team or user (default: the account's own).
+    #[arg(long, env = "WANDB_ENTITY")]
+    pub entity: Option<String>,
+    /// MLflow, Weights & Biases: the most seconds the upload may take, all runs together.
+    #[arg(long, default_value_t = 600)]
+    pub timeout: u64,
+    /// MLflow, Weights & Biases: the base CPython 3.11 to build the tracker's environment
+    /// from (default: python3.11 or python3 on PATH).
+    #[arg(long, env = "ASSAY_PYTHON")]
+    pub python: Option<PathBuf>,
 }
 
-/// An export format.
-#[derive(Clone, Copy, ValueEnum)]
-pub enum Format {
+/// Where an export goes.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Destination {
     /// An Inspect AI eval log (JSON), for `inspect view` and `inspect_ai.log.read_eval_log`.
     Inspect,
+    /// An MLflow run per assay run, in an experiment of a tracking server.
+    Mlflow,
+    /// A Weights & Biases run per assay run, online or offline.
+    Wandb,
 }
 
 pub fn run(args: ExportArgs) -> Result<i32> {
-    let Format::Inspect = args.format;
-    let export = inspect::export(&args.run)?;
+    let tracker = match args.to {
+        Destination::Inspect => return to_inspect(&args),
+        Destination::Mlflow => Tracker::Mlflow {
+            tracking_uri: args.tracking_uri.clone().context(
+                "no MLflow tracking server: give --tracking-uri URI or set MLFLOW_TRACKING_URI \
+                 (a server, `http://host:5000`, or a local store, `sqlite:///mlflow.db`)",
+            )?,
+            experiment: args.experiment.clone(),
+        },
+        Destination::Wandb => Tracker::Wandb {
+            project: args.project.clone(),
+            entity: args.entity.clone(),
+        },
+    };
+    if args.out.is_some() {
+        bail!("--out is where an Inspect log goes; a tracker's runs go to the tracker");
+    }
+    to_tracker(&args, &tracker)
+}
+
+/// Each run as an Inspect log. A run that cannot be exported is said and the others still are;
+/// the exit code is 1 then.
+fn to_inspect(args: &ExportArgs) -> Result<i32> {
+    let single = matches!(&args.out, Some(out) if !is_folder(out));
+    if single && args.runs.len() > 1 {
+        bail!(
+            "--out names one file (or `-`) and {} runs were given: give a folder (`--out \
+             FOLDER/`) for several",
+            args.runs.len()
+        );
+    }
+    let mut failed = 0;
+    for dir in &args.runs {
+        if let Err(e) = inspect_log(dir, args.out.as_deref()) {
+            eprintln!("assay: {}: {e:#}", dir.display());
+            failed += 1;
+        }
+    }
+    Ok(i32::from(failed > 0))
+}
+
+fn inspect_log(dir: &Path, out: Option<&Path>) -> Result<()> {
+    let export = inspect::export(dir)?;
     for warning in &export.warnings {
         eprintln!("assay: warning: {warning}");
     }
     let text = serde_json::to_string_pretty(&export.log)?;
-    let path = match args.out {
+    let path = match out {
         Some(out) if out == Path::new("-") => {
             let mut stdout = std::io::stdout().lock();
             stdout.write_all(text.as_bytes())?;
             stdout.write_all(b"\n")?;
-            return Ok(0);
+            return Ok(());
         }
-        Some(file) if !is_folder(&file) => file,
+        Some(file) if !is_folder(file) => file.to_path_buf(),
         folder => {
-            let folder = folder.unwrap_or_else(|| PathBuf::from(INSPECT_LOG_DIR));
-            std::fs::create_dir_all(&folder)
+            let folder = folder.unwrap_or(Path::new(INSPECT_LOG_DIR));
+            std::fs::create_dir_all(folder)
                 .with_context(|| format!("creating {}", folder.display()))?;
             folder.join(&export.file_name)
         }
@@ -75,7 +149,62 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         log.results.total_samples,
         log.results.completed_samples
     );
-    Ok(0)
+    Ok(())
+}
+
+/// Each run as a tracker run, logged by the tracker's client in its environment (set up first
+/// when it is not yet). A run that cannot be read or logged is said and the others still go;
+/// the exit code is 1 then.
+fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
+    let mut failed = 0;
+    let mut runs: Vec<TrackedRun> = Vec::new();
+    for dir in &args.runs {
+        match document(dir) {
+            Ok(run) => runs.push(run),
+            Err(e) => {
+                eprintln!("assay: {}: {e}", dir.display());
+                failed += 1;
+            }
+        }
+    }
+    if runs.is_empty() {
+        return Ok(1);
+    }
+    let select = Select {
+        profile: tracker.profile().to_string(),
+        python: args.python.clone(),
+    };
+    let env = ready(select.locate()?)?;
+    let timeout = Duration::from_secs(args.timeout);
+    let outcomes = upload(&env.python(), tracker, &runs, timeout, &mut |_| {})?;
+    for (run, outcome) in runs.iter().zip(outcomes) {
+        match outcome {
+            Ok(uploaded) => {
+                for warning in &uploaded.warnings {
+                    eprintln!("assay: warning: {}: {warning}", run.dir.display());
+                }
+                let how = if uploaded.created { "new" } else { "updated" };
+                eprintln!(
+                    "assay: {} -> {} run {} \"{}\" ({how}, {} metrics): {}",
+                    run.dir.display(),
+                    tracker.profile(),
+                    uploaded.run_id,
+                    run.name,
+                    run.metrics.len(),
+                    uploaded.location
+                );
+            }
+            Err(e) => {
+                eprintln!(
+                    "assay: {}: {} refused it: {e}",
+                    run.dir.display(),
+                    tracker.profile()
+                );
+                failed += 1;
+            }
+        }
+    }
+    Ok(i32::from(failed > 0))
 }
 
 /// Whether `--out` names a folder: one that exists, or a path written with a trailing `/`.

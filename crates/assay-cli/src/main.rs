@@ -77,8 +77,9 @@ enum Command {
     /// Compare runs: pass@k with 95% intervals, status counts, time and tokens, and each run
     /// against a baseline (the paired difference, McNemar's test, the tasks that flipped).
     Report(report_cmd::ReportArgs),
-    /// Write a run directory as an Inspect AI eval log, for `inspect view` (by default into
-    /// ./logs/, where it looks).
+    /// Export run directories: as Inspect AI eval logs, for `inspect view` (by default into
+    /// ./logs/, where it looks), or as MLflow or Weights & Biases runs, one per assay run,
+    /// updated by a second export.
     Export(export_cmd::ExportArgs),
     /// Browse runs in a local web UI: runs, samples filtered by status, task, library and
     /// error text, each sample's tests and traceback, PyBench episodes turn by turn, diffs.

@@ -1,23 +1,30 @@
 //! Running a child to its end or a time limit, its output streamed line by line and
 //! collected: how every tool assay starts while setting up an environment runs (the
-//! installers, the interpreter probe, the NLTK downloader). Its own module because those
-//! callers live in `install`, `interpreter` and `nltk`, and `install` uses the other two.
+//! installers, the interpreter probe, the NLTK downloader), and what runs in an environment
+//! once it is set up for assay's own use (the uploaders of `assay export --to mlflow|wandb`).
+//! Its own module because those callers live in `install`, `interpreter` and `nltk`, and
+//! `install` uses the other two.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub(crate) struct Finished {
+/// How a child ended, and all it wrote.
+pub struct Finished {
+    /// Its exit status.
     pub status: ExitStatus,
+    /// Whether it exited 0.
     pub success: bool,
+    /// Its standard output, line by line.
     pub stdout: String,
+    /// Its standard error, line by line.
     pub stderr: String,
 }
 
 /// Runs `cmd` to completion or until `timeout` (then kills it), streaming both output streams
 /// line by line to `on_line` and collecting them.
-pub(crate) fn run_bounded(
+pub fn run_bounded(
     mut cmd: Command,
     timeout: Duration,
     on_line: &mut dyn FnMut(&str),

@@ -16,7 +16,7 @@
 //!   last, so a half-installed environment is never mistaken for a complete one.
 //! * [`nltk`] fetches the NLTK data a profile's tasks load at run time into the environment.
 
-mod bounded;
+pub mod bounded;
 mod cache;
 pub mod child_env;
 mod environment;

@@ -133,6 +133,58 @@ const INSPECT: Profile = Profile {
     build_env: &[],
 };
 
+/// Not an environment evaluated code runs in: MLflow's client (`mlflow-skinny`: no server, no
+/// numpy, pandas or scikit-learn), with which `assay export --to mlflow` logs runs.
+const MLFLOW: Profile = Profile {
+    name: "mlflow",
+    summary: "MLflow's client, for `assay export --to mlflow`; no code is evaluated in it",
+    requirements: include_str!("../profiles/mlflow.txt"),
+    // What setup imports to prove the uploader can run (no job runs here).
+    preload: &["mlflow"],
+    nltk_data: &[],
+    python: (3, 11),
+    programs: &[],
+    without_deps: &[],
+    files: &[],
+    build_env: &[],
+};
+
+/// Not an environment evaluated code runs in: the whole of MLflow, for its tracking server
+/// (`bin/mlflow server`): where the export is checked, and a local server for users who have
+/// none. A profile of its own because it is ten times the client (scikit-learn, pyarrow...),
+/// which an export to a team's server does not need.
+const MLFLOW_SERVER: Profile = Profile {
+    name: "mlflow-server",
+    summary: "MLflow's tracking server (`bin/mlflow server`, `bin/mlflow ui`), to keep the runs \
+              `assay export --to mlflow` logs on a machine of one's own",
+    requirements: include_str!("../profiles/mlflow-server.txt"),
+    // What setup imports to prove the server can start.
+    preload: &["mlflow.server"],
+    nltk_data: &[],
+    python: (3, 11),
+    programs: &[],
+    without_deps: &[],
+    files: &[],
+    build_env: &[],
+};
+
+/// Not an environment evaluated code runs in: the Weights & Biases client, with which `assay
+/// export --to wandb` logs runs, online or offline.
+const WANDB: Profile = Profile {
+    name: "wandb",
+    summary: "the Weights & Biases client, for `assay export --to wandb` (online or offline); \
+              no code is evaluated in it",
+    requirements: include_str!("../profiles/wandb.txt"),
+    // What setup imports to prove the uploader can run.
+    preload: &["wandb"],
+    nltk_data: &[],
+    python: (3, 11),
+    programs: &[],
+    without_deps: &[],
+    files: &[],
+    build_env: &[],
+};
+
 /// Not an environment evaluated code runs in either: a real model behind a real
 /// OpenAI-compatible server, on CPU, for the tests that need one and for users who want to try
 /// assay without an API: llama-cpp-python's server and SmolLM2-135M-Instruct, whose GGUF file
@@ -194,6 +246,9 @@ impl Profile {
         TEST,
         PYBENCH,
         INSPECT,
+        MLFLOW,
+        MLFLOW_SERVER,
+        WANDB,
         LLAMA_SERVER,
         AGENT_NODE,
     ];
@@ -355,5 +410,26 @@ mod tests {
         let p = Profile::by_name("inspect").unwrap();
         assert!(p.pins().any(|l| l == "inspect-ai==0.3.285"));
         assert_eq!(p.preload, ["inspect_ai.log"]);
+    }
+
+    #[test]
+    fn tracker_profiles_pin_the_clients_the_exports_are_checked_against() {
+        let client = Profile::by_name("mlflow").unwrap();
+        let server = Profile::by_name("mlflow-server").unwrap();
+        // The client without the server's stack; the server at the client's own version.
+        assert!(client.pins().any(|l| l == "mlflow-skinny==3.17.2"));
+        assert!(!client.pins_package("mlflow") && !client.pins_package("scikit-learn"));
+        for pin in [
+            "mlflow==3.17.2",
+            "mlflow-skinny==3.17.2",
+            "flask==",
+            "sqlalchemy==",
+        ] {
+            assert!(server.pins().any(|l| l.starts_with(pin)), "no {pin}");
+        }
+        let wandb = Profile::by_name("wandb").unwrap();
+        assert!(wandb.pins().any(|l| l == "wandb==0.31.0"));
+        assert_eq!(client.preload, ["mlflow"]);
+        assert_eq!(wandb.preload, ["wandb"]);
     }
 }

@@ -107,6 +107,21 @@ pub fn inspect_env() -> Environment {
     ENV.get_or_init(|| set_up("inspect")).clone()
 }
 
+/// The `mlflow-server` environment (the whole of MLflow, pinned), set up in the shared
+/// environments directory first: the tracking server every MLflow export is checked against,
+/// and the client it is read back with.
+pub fn mlflow_server_env() -> Environment {
+    static ENV: OnceLock<Environment> = OnceLock::new();
+    ENV.get_or_init(|| set_up("mlflow-server")).clone()
+}
+
+/// The `wandb` environment (the Weights & Biases client, pinned), set up in the shared
+/// environments directory first: the reader every offline W&B export is checked with.
+pub fn wandb_env() -> Environment {
+    static ENV: OnceLock<Environment> = OnceLock::new();
+    ENV.get_or_init(|| set_up("wandb")).clone()
+}
+
 /// The environment of `profile` in the user's environments directory, set up if it is not.
 fn set_up(profile: &str) -> Environment {
     let profile = Profile::by_name(profile).expect("a known profile");

@@ -68,22 +68,10 @@ pub fn export(dir: &Path) -> Result<Export, SourceError> {
         )),
         (model, _) => spec::model_name(model.as_deref()),
     };
+    crate::judged(dir, &manifest)?;
     let benchmark = match manifest.kind {
-        Kind::BigcodebenchEval | Kind::BigcodebenchRun => {
-            bigcodebench::read(dir, &manifest, &model.name)?
-        }
         Kind::PybenchRun | Kind::PybenchEval => pybench::read(dir, &manifest, &model.name)?,
-        Kind::BigcodebenchGenerate | Kind::BigcodebenchCheck | Kind::BigcodebenchGroundTruth => {
-            return Err(SourceError::Invalid {
-                path: dir.join("manifest.json"),
-                line: 0,
-                message: format!(
-                    "a {} directory holds no judged samples to export (export reads the \
-                     directories of `assay eval` and `assay run`)",
-                    manifest.kind.as_str()
-                ),
-            })
-        }
+        _ => bigcodebench::read(dir, &manifest, &model.name)?,
     };
     let ids = spec::run_ids(&manifest);
     let created = iso8601(manifest.started_at);

@@ -55,11 +55,7 @@ pub struct RunIds {
 /// The ids of `manifest`'s run: 22 hex digits each (the length of Inspect's own ids; hex has
 /// neither `_` nor `-`, which its file names use as separators).
 pub fn run_ids(manifest: &Manifest) -> RunIds {
-    let identity = serde_json::to_string(&manifest.identity).unwrap_or_default();
-    let seed = format!("{:?}\n{identity}\n{}", manifest.kind, manifest.started_at);
-    let id = |purpose: &str| {
-        blake3::hash(format!("{purpose}\n{seed}").as_bytes()).to_hex()[..22].to_string()
-    };
+    let id = |purpose: &str| crate::run_digest(manifest, purpose)[..22].to_string();
     RunIds {
         eval: id("eval"),
         run: id("run"),

@@ -1,0 +1,128 @@
+//! A run's parameters: what decides its results and never changes for the run, the identity
+//! its directory holds (a rerun with other settings is refused there), flattened into names.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use assay_records::Manifest;
+use serde_json::Value;
+
+use super::name_part;
+
+/// The longest value MLflow keeps in a parameter (`MAX_PARAM_VAL_LENGTH`, MLflow 3): a longer
+/// one (a long `--tasks` list) is cut to it, saying how much was left out.
+pub const MAX_VALUE_CHARS: usize = 6000;
+
+/// The parameters of `manifest`'s run: `benchmark`, `task` (benchmark and split), `split`,
+/// `model`, `kind`, then every identity field as `identity.<field>` (nested ones
+/// `identity.<field>.<field>`; lists as JSON).
+pub fn of(manifest: &Manifest, task: &str, model: &str) -> BTreeMap<String, String> {
+    let identity = &manifest.identity;
+    let mut params = BTreeMap::from([
+        ("kind".to_string(), manifest.kind.as_str().to_string()),
+        ("task".to_string(), task.to_string()),
+        ("model".to_string(), model.to_string()),
+    ]);
+    if let Some(benchmark) = &identity.benchmark {
+        params.insert("benchmark".into(), benchmark.clone());
+    }
+    if let Some(split) = &identity.split {
+        params.insert("split".into(), split.clone());
+    }
+    let value = serde_json::to_value(identity).unwrap_or_default();
+    flatten("identity", &value, &mut params);
+    params
+}
+
+/// The model the run is of: the identity's (a replay by its file's name, `replay:trajectory`),
+/// or for `assay eval` of a samples file the one the official harness names after the file;
+/// `none` when there is none.
+pub fn model(manifest: &Manifest) -> String {
+    match (&manifest.identity.model, &manifest.samples) {
+        (Some(model), _) => match model.split_once(':') {
+            Some(("replay", file)) => {
+                let stem = Path::new(file).file_stem().unwrap_or_default();
+                format!("replay:{}", stem.to_string_lossy())
+            }
+            _ => model.clone(),
+        },
+        (None, Some(samples)) => assay_eval::bigcodebench::samples::model_name(samples),
+        (None, None) => "none".into(),
+    }
+}
+
+fn flatten(prefix: &str, value: &Value, into: &mut BTreeMap<String, String>) {
+    let text = match value {
+        Value::Null => return,
+        Value::Object(fields) => {
+            for (name, value) in fields {
+                flatten(&format!("{prefix}.{}", name_part(name)), value, into);
+            }
+            return;
+        }
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    into.insert(prefix.to_string(), cut(text));
+}
+
+/// `text` within [`MAX_VALUE_CHARS`]: a longer one ends `… (N more characters)`.
+fn cut(text: String) -> String {
+    let total = text.chars().count();
+    if total <= MAX_VALUE_CHARS {
+        return text;
+    }
+    let note = |left: usize| format!("… ({left} more characters)");
+    let keep = MAX_VALUE_CHARS - note(total).chars().count();
+    let kept: String = text.chars().take(keep).collect();
+    format!("{kept}{}", note(total - keep))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_cut_to_what_mlflow_keeps_saying_how_much_is_left_out() {
+        let short = "x".repeat(MAX_VALUE_CHARS);
+        assert_eq!(cut(short.clone()), short);
+        let long = "é".repeat(MAX_VALUE_CHARS + 500);
+        let cut = cut(long);
+        assert_eq!(cut.chars().count(), MAX_VALUE_CHARS);
+        assert!(cut.ends_with(" more characters)"), "{cut}");
+        let left: usize = cut
+            .rsplit('(')
+            .next()
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(
+            cut.chars().filter(|&c| c == 'é').count() + left,
+            MAX_VALUE_CHARS + 500
+        );
+    }
+
+    #[test]
+    fn nested_identity_fields_are_named_by_their_path_and_lists_kept_as_json() {
+        let mut into = BTreeMap::new();
+        let value = serde_json::json!({
+            "model": "openai:gpt-4o",
+            "generation": {"temperature": 0.8, "n": 2, "top_p": null},
+            "tasks": ["BigCodeBench/1", "BigCodeBench/2"],
+            "network": false,
+        });
+        flatten("identity", &value, &mut into);
+        assert_eq!(into["identity.model"], "openai:gpt-4o");
+        assert_eq!(into["identity.generation.temperature"], "0.8");
+        assert_eq!(into["identity.generation.n"], "2");
+        assert!(!into.contains_key("identity.generation.top_p"));
+        assert_eq!(
+            into["identity.tasks"],
+            r#"["BigCodeBench/1","BigCodeBench/2"]"#
+        );
+        assert_eq!(into["identity.network"], "false");
+    }
+}
