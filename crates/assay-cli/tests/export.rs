@@ -1,4 +1,4 @@
-//! `assay export --format inspect` on run directories made here for real (a BigCodeBench run
+//! `assay export --to inspect` on run directories made here for real (a BigCodeBench run
 //! against a model on loopback, a PyBench replay of the shared recordings), each log then read
 //! back by the real client: inspect_ai, pinned by the `inspect` profile, loads it with
 //! `read_eval_log`, reads its header alone as `inspect view` does, and lists it in its folder.
@@ -169,7 +169,7 @@ fn a_bigcodebench_run_opens_in_inspect_with_its_verdicts_tokens_and_infra_set_ap
     let run = dir.path().join("run");
 
     // No --out: into ./logs/, Inspect's default folder, under the name Inspect would give it.
-    let exported = assay(&["export", "run", "--format", "inspect"], dir.path());
+    let exported = assay(&["export", "run", "--to", "inspect"], dir.path());
     assert!(exported.status.success(), "{}", text(&exported.stderr));
     let path = only_log(&dir.path().join("logs"));
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -183,6 +183,7 @@ fn a_bigcodebench_run_opens_in_inspect_with_its_verdicts_tokens_and_infra_set_ap
         text(&exported.stderr)
     );
     // The same log on standard output: an export of the same run is the same, ids included.
+    // (`--format`, as earlier versions spelled `--to`, still works.)
     let again = assay(
         &["export", "run", "--format", "inspect", "--out", "-"],
         dir.path(),
@@ -369,14 +370,7 @@ fn a_bigcodebench_run_opens_in_inspect_with_its_verdicts_tokens_and_infra_set_ap
     damaged[1] = "{\"index\": 1, \"task_id\": ";
     std::fs::write(run.join("results.jsonl"), damaged.join("\n") + "\n").unwrap();
     let refused = assay(
-        &[
-            "export",
-            "run",
-            "--format",
-            "inspect",
-            "--out",
-            "damaged.json",
-        ],
+        &["export", "run", "--to", "inspect", "--out", "damaged.json"],
         dir.path(),
     );
     assert_eq!(refused.status.code(), Some(1));
@@ -417,14 +411,7 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
     assert!(ran.status.success(), "{}", text(&ran.stderr));
     let run = dir.path().join("run");
     let exported = assay(
-        &[
-            "export",
-            "run",
-            "--format",
-            "inspect",
-            "--out",
-            "inspect-logs/",
-        ],
+        &["export", "run", "--to", "inspect", "--out", "inspect-logs/"],
         dir.path(),
     );
     assert!(exported.status.success(), "{}", text(&exported.stderr));
@@ -440,7 +427,7 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
         &[
             "export",
             &run.display().to_string(),
-            "--format",
+            "--to",
             "inspect",
             "--out",
             "-",
@@ -575,14 +562,7 @@ fn a_pybench_replay_opens_in_inspect_as_conversations_with_both_verdicts() {
     );
     assert!(judged.status.success(), "{}", text(&judged.stderr));
     let exported = assay(
-        &[
-            "export",
-            "eval",
-            "--format",
-            "inspect",
-            "--out",
-            "eval.json",
-        ],
+        &["export", "eval", "--to", "inspect", "--out", "eval.json"],
         dir.path(),
     );
     assert!(exported.status.success(), "{}", text(&exported.stderr));

@@ -536,6 +536,51 @@ fn mlflow_without_a_tracking_server_is_a_clear_error_before_anything_runs() {
     );
 }
 
+#[test]
+fn an_mlflow_server_that_is_down_is_said_in_a_line_within_the_retries_the_user_set() {
+    let dir = tempfile::tempdir().unwrap();
+    // The reference solutions of one task: a run without a model.
+    let ran = assay(
+        &[
+            "run",
+            "bigcodebench-hard",
+            "--tasks",
+            RIGHT,
+            "--profile",
+            "test",
+            "--jobs",
+            "1",
+            "--out",
+            "reference",
+        ],
+        dir.path(),
+    );
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let started = Instant::now();
+    let out = assay_command(dir.path())
+        .args(["export", "--to", "mlflow", "reference", "--tracking-uri"])
+        .arg(format!("http://127.0.0.1:{port}"))
+        .env("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+        .output()
+        .unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("the mlflow uploader failed") && said.contains("Connection refused"),
+        "{said}"
+    );
+    assert!(!said.contains("Traceback"), "{said}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "no retries asked for, yet it took {:?}",
+        started.elapsed()
+    );
+}
+
 /// What wandb's own reader of offline runs (`wandb leet inspect`, over the run's `.wandb`
 /// transaction log) finds in the run directory `run`: the run's state, name, project, config
 /// and summary (`--summary --json`), and the files of each artifact it logged (from the

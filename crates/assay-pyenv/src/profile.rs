@@ -115,12 +115,12 @@ const PYBENCH: Profile = Profile {
     build_env: &[],
 };
 
-/// Not an environment evaluated code runs in: the reader of what `assay export --format inspect`
+/// Not an environment evaluated code runs in: the reader of what `assay export --to inspect`
 /// writes. A profile all the same, so that the version the export is checked against is pinned
 /// and installed the way every other environment is, and a user gets the viewer the same way.
 const INSPECT: Profile = Profile {
     name: "inspect",
-    summary: "inspect_ai, to open the logs `assay export --format inspect` writes \
+    summary: "inspect_ai, to open the logs `assay export --to inspect` writes \
               (`inspect view`); no code is evaluated in it",
     requirements: include_str!("../profiles/inspect.txt"),
     // What setup imports to prove the environment works (no job runs here).

@@ -97,7 +97,10 @@ def main():
         document = json.load(f)
     destination = document["destination"]
     client = MlflowClient(tracking_uri=destination["tracking_uri"])
-    experiment = experiment_id(client, destination["experiment"])
+    try:
+        experiment = experiment_id(client, destination["experiment"])
+    except Exception as error:  # no server, no access: said in a line, not a traceback
+        raise SystemExit(f"{type(error).__name__}: {error}")
     for index, run in enumerate(document["runs"]):
         try:
             answer(index, **log(client, experiment, run))
