@@ -12,7 +12,11 @@ use assay_export::tracker::upload::{upload, Tracker};
 use assay_export::tracker::{document, TrackedRun};
 use clap::{Args, ValueEnum};
 
+use assay_pyenv::SetupObserver;
+use assay_report::count;
+
 use crate::args::{ready, Select};
+use crate::progress::Spinner;
 
 /// Inspect's default log directory, where `inspect view` looks when given none.
 const INSPECT_LOG_DIR: &str = "logs";
@@ -46,7 +50,7 @@ pub struct ExportArgs {
     #[arg(long, env = "WANDB_ENTITY")]
     pub entity: Option<String>,
     /// MLflow, Weights & Biases: the most seconds the upload may take, all runs together.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// MLflow, Weights & Biases: the base CPython 3.11 to build the tracker's environment
     /// from (default: python3.11 or python3 on PATH).
@@ -176,14 +180,30 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
     };
     let env = ready(select.locate()?)?;
     let timeout = Duration::from_secs(args.timeout);
-    let outcomes = upload(&env.python(), tracker, &runs, timeout, &mut |_| {})?;
+    let outcomes = {
+        // The client's latest line beside the spinner while it logs.
+        let spinner = Spinner::new();
+        spinner.step(&format!(
+            "logging {} to {} (at most {} s)",
+            count(runs.len(), "run", "runs"),
+            tracker.profile(),
+            args.timeout
+        ));
+        upload(&env.python(), tracker, &runs, timeout, &mut |line| {
+            spinner.output(line)
+        })?
+    };
     for (run, outcome) in runs.iter().zip(outcomes) {
         match outcome {
             Ok(uploaded) => {
                 for warning in &uploaded.warnings {
                     eprintln!("assay: warning: {}: {warning}", run.dir.display());
                 }
-                let how = if uploaded.created { "new" } else { "updated" };
+                let how = match uploaded.created {
+                    Some(true) => "new",
+                    Some(false) => "updated",
+                    None => "offline",
+                };
                 eprintln!(
                     "assay: {} -> {} run {} \"{}\" ({how}, {} metrics): {}",
                     run.dir.display(),

@@ -656,6 +656,7 @@ fn wandb_offline_gets_one_run_per_assay_run_and_a_second_export_keeps_its_id() {
         assert!(out.status.success(), "{said}");
         let runs = exported(&said, "wandb");
         assert_eq!(runs.len(), 2, "{said}");
+        assert!(runs.iter().all(|(_, _, how)| how == "offline"), "{said}");
         // Offline, each export is a run directory to `wandb sync`, named where it went.
         let dirs: Vec<String> = said
             .lines()

@@ -67,8 +67,9 @@ pub struct TrackedRun {
 pub struct Uploaded {
     /// The tracker's run id.
     pub run_id: String,
-    /// Whether the run was new (false: an earlier export's run, updated).
-    pub created: bool,
+    /// Whether the run was new (false: an earlier export's run, updated); unknown offline,
+    /// where nothing asks the tracker.
+    pub created: Option<bool>,
     /// Where to look at it: the run's page, or the offline directory to `wandb sync`.
     pub location: String,
     /// What the tracker would not take, and why (a parameter that changed since it was logged).

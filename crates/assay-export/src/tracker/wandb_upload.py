@@ -30,7 +30,8 @@ def log(destination, run):
         settings=wandb.Settings(init_timeout=120, console="off", silent=True),
     )
     try:
-        created = not tracked.resumed
+        # Offline, W&B cannot know whether the run exists (`wandb sync` will).
+        created = None if tracked.offline else not tracked.resumed
         tracked.summary.update(run["metrics"])
         files = wandb.Artifact(f"assay-{run['key']}", type="assay-run")
         for path in run["files"]:
