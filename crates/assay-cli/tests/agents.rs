@@ -693,7 +693,7 @@ fn agent_runs_merge_judge_report_export_and_show_like_any_run() {
     let report = ok(&["report", "--json", "merged"]);
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
     assert!(report.to_string().contains("merged"), "{report}");
-    let export = ok(&["export", "merged", "--format", "inspect", "--out", "-"]);
+    let export = ok(&["export", "merged", "--to", "inspect", "--out", "-"]);
     let log: Value = serde_json::from_slice(&export.stdout).unwrap();
     assert_eq!(log["samples"].as_array().unwrap().len(), 2);
     // The LLM judge reads the agent's episodes in upstream's form, beside a reference run's.

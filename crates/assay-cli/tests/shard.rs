@@ -78,7 +78,7 @@ fn eval_args<'a>(tasks: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 /// sample.
 fn assert_reads_as_a_run(dir: &Path, name: &str, samples: usize) {
     assay_ok(dir, &["report", "--json", name]);
-    let export = assay_ok(dir, &["export", name, "--format", "inspect", "--out", "-"]);
+    let export = assay_ok(dir, &["export", name, "--to", "inspect", "--out", "-"]);
     let log: Value = serde_json::from_slice(&export.stdout).unwrap();
     assert_eq!(log["samples"].as_array().unwrap().len(), samples);
 }
