@@ -17,6 +17,7 @@ use assay_report::count;
 
 use crate::args::{ready, Select};
 use crate::progress::Spinner;
+use crate::secrets;
 
 /// Inspect's default log directory, where `inspect view` looks when given none.
 const INSPECT_LOG_DIR: &str = "logs";
@@ -189,9 +190,15 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
             tracker.profile(),
             args.timeout
         ));
-        upload(&env.python(), tracker, &runs, timeout, &mut |line| {
-            spinner.output(line)
-        })?
+        let secrets = secrets::tracker_secrets();
+        upload(
+            &env.python(),
+            tracker,
+            &runs,
+            timeout,
+            &secrets,
+            &mut |line| spinner.output(line),
+        )?
     };
     for (run, outcome) in runs.iter().zip(outcomes) {
         match outcome {

@@ -19,7 +19,17 @@ use assay_models::Provider;
 /// it held.
 static KEYS: OnceLock<BTreeMap<&'static str, String>> = OnceLock::new();
 
-/// Moves every provider's key out of the environment. Call first thing in `main`: the process
+/// The trackers' secrets (`assay export --to mlflow|wandb`): taken out of the environment as
+/// the providers' keys are, and handed to the tracker's uploader only.
+pub const TRACKER_SECRETS: [&str; 5] = [
+    "WANDB_API_KEY",
+    "MLFLOW_TRACKING_TOKEN",
+    "MLFLOW_TRACKING_PASSWORD",
+    "DATABRICKS_TOKEN",
+    "DATABRICKS_CLIENT_SECRET",
+];
+
+/// Moves every provider's key, and the trackers' secrets, out of the environment. Call first thing in `main`: the process
 /// must have one thread (no other may be reading the environment) and nothing may have read a
 /// key yet.
 pub fn take_from_environment() {
@@ -27,7 +37,8 @@ pub fn take_from_environment() {
     let names = Provider::ALL
         .iter()
         .map(Provider::key_env_var)
-        .chain([SERVE_TOKEN_VAR]);
+        .chain([SERVE_TOKEN_VAR])
+        .chain(TRACKER_SECRETS);
     for name in names {
         if let Ok(value) = std::env::var(name) {
             keys.insert(name, value);
@@ -45,6 +56,14 @@ pub const SERVE_TOKEN_VAR: &str = "ASSAY_SERVE_TOKEN";
 /// The secret `assay serve`'s variable held when assay started, if any.
 pub fn serve_token() -> Option<String> {
     KEYS.get()?.get(SERVE_TOKEN_VAR).cloned()
+}
+
+/// The trackers' secrets assay was started with.
+pub fn tracker_secrets() -> Vec<(&'static str, String)> {
+    TRACKER_SECRETS
+        .iter()
+        .filter_map(|name| Some((*name, KEYS.get()?.get(name)?.clone())))
+        .collect()
 }
 
 /// The key `provider`'s variable held when assay started, if any.

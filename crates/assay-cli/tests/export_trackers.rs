@@ -579,6 +579,46 @@ fn an_mlflow_server_that_is_down_is_said_in_a_line_within_the_retries_the_user_s
         "no retries asked for, yet it took {:?}",
         started.elapsed()
     );
+
+    // A server that wants a token gets the one assay was started with: assay keeps it out of
+    // its own environment (as it keeps the providers' keys) and hands it to the uploader alone.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = heads.clone();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                head.push(byte[0]);
+            }
+            seen.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&head).to_lowercase());
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let out = assay_command(dir.path())
+        .args(["export", "--to", "mlflow", "reference", "--tracking-uri"])
+        .arg(format!("http://127.0.0.1:{port}"))
+        .env("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+        .env("MLFLOW_TRACKING_TOKEN", "Tracker-Token-3f9a")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let heads = heads.lock().unwrap();
+    assert!(!heads.is_empty(), "the uploader asked the server nothing");
+    assert!(
+        heads
+            .iter()
+            .all(|h| h.contains("authorization: bearer tracker-token-3f9a")),
+        "{heads:?}"
+    );
 }
 
 /// What wandb's own reader of offline runs (`wandb leet inspect`, over the run's `.wandb`

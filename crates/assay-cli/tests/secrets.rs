@@ -19,6 +19,8 @@ use serde_json::Value;
 
 const KEY: &str = "sk-canary-secrets-90d1c3";
 const ANTHROPIC_KEY: &str = "sk-ant-canary-secrets-17ab0e";
+/// A tracker's token (W&B, MLflow), which `assay export` alone hands on.
+const TRACKER_KEY: &str = "tracker-canary-secrets-5c21d9";
 
 /// An executable shell script at `path`.
 fn script(path: &Path, body: &str) {
@@ -136,6 +138,8 @@ fn the_key_leaves_assays_own_environment_before_it_works() {
         .args(["--out", "run"])
         .env("OPENAI_API_KEY", KEY)
         .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+        .env("WANDB_API_KEY", TRACKER_KEY)
+        .env("MLFLOW_TRACKING_TOKEN", TRACKER_KEY)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -160,6 +164,7 @@ fn the_key_leaves_assays_own_environment_before_it_works() {
             );
             assert!(!text.contains(KEY), "{text}");
             assert!(!text.contains(ANTHROPIC_KEY), "{text}");
+            assert!(!text.contains(TRACKER_KEY), "a tracker's token: {text}");
         }
         // Not readable at all is as good; but as root (CI) it must be readable.
         Err(kind) => assert!(

@@ -105,13 +105,15 @@ pub enum UploadError {
 }
 
 /// Logs `runs` with `python` (the tracker's environment's interpreter), within `timeout` in
-/// all. Each run's outcome in the order given: where it went, or why the tracker refused it.
-/// `on_line` hears the uploader's output as it comes.
+/// all, handing it `secrets` (the tracker's tokens, which assay keeps out of its own
+/// environment) beside the tracker's variables. Each run's outcome in the order given: where
+/// it went, or why the tracker refused it. `on_line` hears the uploader's output as it comes.
 pub fn upload(
     python: &Path,
     tracker: &Tracker,
     runs: &[TrackedRun],
     timeout: Duration,
+    secrets: &[(&str, String)],
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Vec<Result<Uploaded, String>>, UploadError> {
     let staging = tempfile::tempdir()?;
@@ -144,6 +146,13 @@ pub fn upload(
             }
         }
     }
+    let prefixes = tracker.prefixes();
+    command.envs(
+        secrets
+            .iter()
+            .filter(|(name, _)| prefixes.iter().any(|p| name.starts_with(p)))
+            .map(|(name, value)| (name, value)),
+    );
     let finished = run_bounded(command, timeout, on_line)?;
     let mut outcomes: Vec<Option<Result<Uploaded, String>>> = vec![None; runs.len()];
     for line in finished.stdout.lines() {
