@@ -548,15 +548,27 @@ fn replies_as_real_judges_write_them_are_read_and_an_unread_one_is_asked_again()
     let requests = server.requests_to(Route::Chat);
     assert_eq!(requests.len(), 9);
     assert_eq!(task_of(&requests[8].body), "28");
+    // The wider judging is the same judging, replaced: one entry.
     let judges = read_json(&eval.join("summary.json"))["judges"].clone();
-    let wide = judges
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|j| j["settings"]["reasks"] == 3)
-        .unwrap();
+    assert_eq!(judges.as_array().unwrap().len(), 1, "{judges}");
+    let wide = &judges[0];
+    assert_eq!(wide["settings"]["reasks"], 3);
     assert_eq!(wide["reasked"]["PyBench/28"], 3);
     assert_eq!(wide["read"], 4);
+
+    // An ask again that fails for good is a failure, not an unreadable reply: named, exit 1,
+    // and a rerun asks it again.
+    let failing = MockServer::start_on_thread();
+    failing.respond_with(Route::Chat, |_| {
+        Reply::openai_error(500, "server_error", "server_error", "down")
+    });
+    let wider = [&args[..], &["--reasks", "4", "--retries", "0"]].concat();
+    let done = judge(&eval, &failing, &wider, dir.path());
+    assert_eq!(done.status.code(), Some(1), "{}", text(&done.stderr));
+    assert_eq!(failing.requests_to(Route::Chat).len(), 1, "28 only");
+    let f = &read_json(&eval.join("summary.json"))["judges"][0];
+    assert!(f["failed"]["PyBench/28"].is_string(), "{f}");
+    assert!(f["unreadable"].as_object().unwrap().is_empty(), "{f}");
 }
 
 #[test]

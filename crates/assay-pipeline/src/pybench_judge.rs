@@ -295,11 +295,14 @@ pub async fn judge_pybench(
     }
 
     // The figures, from the answers this judging's requests have.
+    // The first answer that reads; else a failure of this session's (a re-ask that failed
+    // for good: a rerun asks it again, and the exit code says so); else the last unread one.
     let answer = |ask: &Ask| {
-        answered
-            .get(&ask.key)
-            .and_then(|records| answer_of(records))
+        let records = answered.get(&ask.key);
+        records
+            .and_then(|r| r.iter().find(|r| r.verdict.is_some()))
             .or_else(|| failed.get(&ask.key))
+            .or_else(|| records.and_then(|r| r.last()))
     };
     let judged: Vec<Judged> = episodes
         .iter()
@@ -396,15 +399,6 @@ fn request_key(settings: &JudgeSettings, request: &JudgeRequest) -> String {
         decided["extra_body"] = serde_json::Value::Object(extra.clone());
     }
     digest(&serde_json::to_vec(&decided).expect("JSON serializes"))
-}
-
-/// The answer to a request the figures read, from its answers in the order asked: the first
-/// whose verdict reads, else the last.
-fn answer_of(records: &[JudgementRecord]) -> Option<&JudgementRecord> {
-    records
-        .iter()
-        .find(|r| r.verdict.is_some())
-        .or_else(|| records.last())
 }
 
 /// Which ask of a request comes next, given its answers so far: none when one reads, when the

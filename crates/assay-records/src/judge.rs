@@ -186,8 +186,8 @@ pub struct JudgeSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<ReasoningSettings>,
     /// How many times a reply that cannot be read is asked again before it counts as
-    /// unreadable.
-    #[serde(default)]
+    /// unreadable (absent: never).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub reasks: u32,
     /// Fields the user added to every request body (`--extra-body`), when any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -371,7 +371,7 @@ impl Progress {
                 self.episodes.done = self.episodes.done.max(self.verdicts.done);
             }
             RunEvent::JudgeStarted { requests, done } => {
-                if *done == *requests {
+                if *done == *requests && *requests > 0 {
                     self.say(&format!(
                         "all {requests} judge requests are already answered; nothing to ask"
                     ));

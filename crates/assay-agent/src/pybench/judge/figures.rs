@@ -326,9 +326,15 @@ fn position(judged: &[Judged]) -> PositionBias {
     bias
 }
 
-/// 16 hex digits of BLAKE3 of the settings: what makes two judgings the same.
+/// 16 hex digits of BLAKE3 of the settings: what makes two judgings the same. The bound on
+/// asking again is left out: a judging with a wider bound reads the same answers and more,
+/// and replaces the narrower one; and judgings made before the bound existed keep their keys.
 pub fn settings_key(settings: &JudgeSettings) -> String {
-    digest(&serde_json::to_vec(settings).expect("settings serialize"))
+    let unbounded = JudgeSettings {
+        reasks: 0,
+        ..settings.clone()
+    };
+    digest(&serde_json::to_vec(&unbounded).expect("settings serialize"))
 }
 
 /// 16 hex digits of BLAKE3 of `episodes` (in task order): a judging's figures hold while a
@@ -347,4 +353,43 @@ pub fn episodes_digest<'a>(episodes: impl Iterator<Item = &'a EpisodeRecord>) ->
 /// 16 hex digits of BLAKE3.
 pub fn digest(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex()[..16].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use assay_records::JudgePrompt;
+
+    /// A judging made before `reasks` existed keeps its key (a rerun replaces it rather than
+    /// adding a second), and a wider bound is the same judging.
+    #[test]
+    fn the_bound_on_asking_again_leaves_the_settings_key_as_it_was() {
+        let settings = JudgeSettings {
+            judge: "openai:gpt-4o".into(),
+            prompt: JudgePrompt::Winlose,
+            reference: "data:trajectory.jsonl".into(),
+            reference_digest: "0f2aa0df4e8f2134".into(),
+            temperature: 0.2,
+            top_p: Some(0.5),
+            max_tokens: 1000,
+            frequency_penalty: Some(1.02),
+            presence_penalty: Some(1.0),
+            reasoning: None,
+            reasks: 2,
+            extra_body: None,
+        };
+        // The settings as an assay without the bound wrote them.
+        let before = r#"{"judge":"openai:gpt-4o","prompt":"winlose","reference":"data:trajectory.jsonl","reference_digest":"0f2aa0df4e8f2134","temperature":0.2,"top_p":0.5,"max_tokens":1000,"frequency_penalty":1.02,"presence_penalty":1.0}"#;
+        assert_eq!(settings_key(&settings), digest(before.as_bytes()));
+        let wider = JudgeSettings {
+            reasks: 5,
+            ..settings.clone()
+        };
+        assert_eq!(settings_key(&wider), settings_key(&settings));
+        let other_body = JudgeSettings {
+            extra_body: Some(serde_json::Map::from_iter([("seed".into(), 1.into())])),
+            ..settings.clone()
+        };
+        assert_ne!(settings_key(&other_body), settings_key(&settings));
+    }
 }

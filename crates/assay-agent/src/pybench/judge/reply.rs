@@ -36,12 +36,13 @@ pub fn read(reply: &str, prompt: JudgePrompt) -> Result<Read, String> {
 }
 
 /// The JSON of a ``` block: as upstream parses it, else without a language tag, else without
-/// trailing commas; upstream's error when none reads.
+/// trailing commas; when none reads, the parser's error on the block without its tag (the
+/// tag itself is no news).
 fn block_json(block: &str) -> Result<(Value, Vec<Leniency>), String> {
-    let strict = serde_json::from_str(block.trim());
-    let error = match strict {
+    let not_json = |e: serde_json::Error| format!("the reply's ``` block is not JSON ({e})");
+    let mut error = match serde_json::from_str(block.trim()) {
         Ok(json) => return Ok((json, Vec::new())),
-        Err(e) => format!("the reply's ``` block is not JSON ({e})"),
+        Err(e) => not_json(e),
     };
     let mut lenient = Vec::new();
     let mut text = block;
@@ -54,8 +55,9 @@ fn block_json(block: &str) -> Result<(Value, Vec<Leniency>), String> {
         {
             lenient.push(Leniency::LanguageTag);
             text = rest;
-            if let Ok(json) = serde_json::from_str(text.trim()) {
-                return Ok((json, lenient));
+            match serde_json::from_str(text.trim()) {
+                Ok(json) => return Ok((json, lenient)),
+                Err(e) => error = not_json(e),
             }
         }
     }
