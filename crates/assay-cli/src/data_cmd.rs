@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use assay_pipeline::pybench_data::{fetch, FetchRequest};
-use assay_tasks::pybench::{REPO_ENV, UPSTREAM_COMMIT, UPSTREAM_REPO};
+use assay_pipeline::pybench_data::{fetch, remote_or_default, FetchRequest};
+use assay_tasks::pybench::UPSTREAM_COMMIT;
 use clap::{Args, Subcommand};
 
 use crate::print;
@@ -31,9 +31,12 @@ pub struct PybenchArgs {
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,
     /// The git remote to fetch from: any URL or path git accepts (https://, git://, ssh://,
-    /// a bare repository's path), e.g. a mirror for machines without GitHub.
-    #[arg(long, value_name = "URL", env = REPO_ENV, default_value = UPSTREAM_REPO)]
-    pub from: String,
+    /// a bare repository's path), e.g. a mirror for machines without GitHub. Default:
+    /// $ASSAY_PYBENCH_REPO if set and not empty, else https://github.com/Mercury7353/PyBench.
+    // Resolved by `remote_or_default`, which a run without --data shares: clap's `env` would
+    // take an empty variable for an empty remote.
+    #[arg(long, value_name = "URL")]
+    pub from: Option<String>,
     /// The commit to fetch, as a full 40-digit SHA-1. assay's checks were written against
     /// the default, upstream's fa90fae; another (a fork's, a rebuilt mirror's) is checked out
     /// in its own folder, named by the commit, which a run records as its data.
@@ -49,7 +52,7 @@ pub fn run(cmd: DataCommand) -> Result<i32> {
 
 fn pybench(args: PybenchArgs) -> Result<i32> {
     let request = FetchRequest {
-        from: args.from,
+        from: remote_or_default(args.from),
         commit: args.commit,
         into: args.into.clone(),
     };

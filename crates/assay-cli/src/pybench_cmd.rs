@@ -165,6 +165,9 @@ pub async fn run(args: RunArgs) -> Result<i32> {
 }
 
 pub async fn eval(args: EvalArgs) -> Result<i32> {
+    // A mistyped path is said before the data is fetched (the pipeline reads the file later).
+    std::fs::metadata(&args.trajectories)
+        .with_context(|| format!("--trajectories {}", args.trajectories.display()))?;
     let source = Source::Recorded {
         trajectories: args.trajectories,
         outputs: args.outputs,
@@ -173,20 +176,22 @@ pub async fn eval(args: EvalArgs) -> Result<i32> {
 }
 
 async fn execute(common: Common, source: Source) -> Result<i32> {
-    let data = match PyBench::folder(common.data.as_deref()) {
-        Some(data) => data,
-        None => fetched_data().await?,
-    };
     let mut engine = common.engine;
     engine.select.profile = Profile::by_name("pybench")?.name.to_string();
     let checks = match common.checks {
         ChecksArg::Faithful => Mode::Faithful,
         ChecksArg::Fixed => Mode::Fixed,
     };
+    let shard = common.shard.resolve()?;
+    // After the checks that cost nothing: fetching the data takes minutes.
+    let data = match PyBench::folder(common.data.as_deref()) {
+        Some(data) => data,
+        None => fetched_data().await?,
+    };
     let request = PybenchRequest {
         data,
         tasks: common.tasks,
-        shard: common.shard.resolve()?,
+        shard,
         checks,
         out: common.out,
         env: engine.environment().await?,
@@ -236,7 +241,7 @@ async fn fetched_data() -> Result<PathBuf> {
          `assay data pybench`)",
         request.from,
         request.commit,
-        pybench_data::cache_dir()?.join(&request.commit).display()
+        request.target()?.display()
     );
     let fetched = tokio::task::spawn_blocking(move || fetch(&request, &Spinner::new()))
         .await

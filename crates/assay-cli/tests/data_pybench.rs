@@ -315,6 +315,47 @@ fn a_commit_the_remote_lacks_or_a_malformed_one_is_refused() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A remote starting with `-` would reach git as an option (`--upload-pack=COMMAND` runs
+/// COMMAND): it is refused, from --from or from $ASSAY_PYBENCH_REPO, before git runs.
+#[test]
+fn a_remote_that_git_would_take_for_an_option_is_refused() {
+    let commit = &mirror().commit;
+    let cache = scratch("option");
+    let marker = cache.join("ran");
+    let remote = format!("--upload-pack=touch {}", marker.display());
+    let refused = |out: Output| {
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "error: --from (or ASSAY_PYBENCH_REPO) {remote:?}: a git remote cannot start \
+                 with '-'"
+            )),
+            "{stderr}"
+        );
+        assert!(!marker.exists(), "git ran the remote's command");
+    };
+    refused(data(
+        &cache,
+        &[&format!("--from={remote}"), "--commit", commit],
+    ));
+    let mut command = assay_command(&cache);
+    command
+        .args(["data", "pybench", "--commit", commit])
+        .env("ASSAY_CACHE_DIR", &cache)
+        .env("ASSAY_PYBENCH_REPO", &remote);
+    refused(run_bounded(&mut command, COMMAND_LIMIT).expect("assay data pybench ended in time"));
+
+    // --from has no value of clap's: its help says where the default comes from.
+    let help = data(&cache, &["--help"]);
+    let stdout = text(&help.stdout);
+    assert!(
+        stdout.contains("$ASSAY_PYBENCH_REPO if set and not empty")
+            && stdout.contains("https://github.com/Mercury7353/PyBench"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn an_interrupted_fetch_is_cleared_and_done_again() {
     let daemon = Daemon::start();
@@ -378,22 +419,21 @@ fn a_broken_leftover_is_cleared_and_into_fills_a_folder_of_the_users() {
     let daemon = Daemon::start();
     let commit = &mirror().commit;
     let root = scratch("into");
+    // assay's cache, apart from the folder filled: a checkout sent to it would show.
+    let cache = scratch("into-cache");
     let into = root.join("pybench");
     // What a crash could leave: a staging directory git cannot use.
     let staging = root.join(".pybench.partial");
     std::fs::create_dir_all(&staging).unwrap();
     std::fs::write(staging.join(".git"), "gitdir: /nowhere\n").unwrap();
-    let out = data(
-        &root,
-        &[
-            "--from",
-            &daemon.url,
-            "--commit",
-            commit,
-            "--into",
-            "pybench",
-        ],
-    );
+    // Relative to the working directory, `root`.
+    let mut command = assay_command(&root);
+    command
+        .args(["data", "pybench", "--from", &daemon.url, "--commit", commit])
+        .args(["--into", "pybench"])
+        .env("ASSAY_CACHE_DIR", &cache)
+        .env_remove("ASSAY_PYBENCH_REPO");
+    let out = run_bounded(&mut command, COMMAND_LIMIT).expect("assay data pybench ended in time");
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}{stderr}");
     assert_eq!(&head(&into), commit);
@@ -405,8 +445,11 @@ fn a_broken_leftover_is_cleared_and_into_fills_a_folder_of_the_users() {
         )),
         "{stdout}"
     );
-    // Nothing went to the cache.
-    assert!(!root.join("pybench").join(commit).exists());
+    // Nothing went to the cache: no checkout, and no `current` naming one for the runs.
+    let in_cache: Vec<_> = std::fs::read_dir(cache.join("pybench"))
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(in_cache.is_empty(), "{in_cache:?}");
 
     // A folder holding something else is refused, untouched.
     let other = root.join("other");

@@ -42,6 +42,12 @@ pub enum DataError {
     /// `--commit` is not a full commit id.
     #[error("--commit {0:?}: give a commit's full 40-hex-digit SHA-1")]
     BadCommit(String),
+    /// The remote would reach git as an option.
+    #[error(
+        "--from (or {REPO_ENV}) {0:?}: a git remote cannot start with '-' (git would take it \
+         for an option); give a URL or a path (a path starting with '-': ./{0})"
+    )]
+    BadRemote(String),
     /// git is not on `PATH`.
     #[error(
         "git is not installed (or not on PATH); assay fetches PyBench's data with git: install \
@@ -127,18 +133,33 @@ pub struct FetchRequest {
 }
 
 impl FetchRequest {
-    /// Upstream's commit into the cache, from the mirror `$ASSAY_PYBENCH_REPO` names if it is
-    /// set, else from GitHub: what a run without `--data` fetches.
+    /// Upstream's commit into the cache, from [`remote_or_default`]: what a run without
+    /// `--data` fetches.
     pub fn upstream() -> FetchRequest {
         FetchRequest {
-            from: std::env::var(REPO_ENV)
-                .ok()
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| UPSTREAM_REPO.to_string()),
+            from: remote_or_default(None),
             commit: UPSTREAM_COMMIT.to_string(),
             into: None,
         }
     }
+
+    /// Where the checkout goes: `--into`'s folder, else `<cache>/pybench/<commit>`.
+    pub fn target(&self) -> Result<PathBuf, DataError> {
+        match &self.into {
+            Some(dir) => absolute(dir),
+            None => Ok(cache_dir()?.join(self.commit.to_ascii_lowercase())),
+        }
+    }
+}
+
+/// The remote to fetch from: `from` (`--from`) if given, else `$ASSAY_PYBENCH_REPO` if set,
+/// else GitHub's. An empty value counts as unset, whichever names it: `assay data pybench`
+/// and a run without `--data` read the same variable the same way.
+pub fn remote_or_default(from: Option<String>) -> String {
+    from.into_iter()
+        .chain(std::env::var(REPO_ENV).ok())
+        .find(|remote| !remote.is_empty())
+        .unwrap_or_else(|| UPSTREAM_REPO.to_string())
 }
 
 /// A checkout in place.
@@ -182,11 +203,13 @@ pub fn fetch(request: &FetchRequest, observer: &dyn SetupObserver) -> Result<Fet
     if !is_full_sha(&commit) {
         return Err(DataError::BadCommit(request.commit.clone()));
     }
+    // git reads an argument starting with `-` as an option, even in a remote's place
+    // (`--upload-pack=COMMAND` runs COMMAND); the remote is also passed after `--`.
+    if request.from.starts_with('-') {
+        return Err(DataError::BadRemote(request.from.clone()));
+    }
     let in_cache = request.into.is_none();
-    let target = match &request.into {
-        Some(dir) => absolute(dir)?,
-        None => cache_dir()?.join(&commit),
-    };
+    let target = request.target()?;
     let parent = target
         .parent()
         .ok_or_else(|| DataError::Occupied(format!("{}: not a folder to fill", target.display())))?
@@ -203,10 +226,12 @@ pub fn fetch(request: &FetchRequest, observer: &dyn SetupObserver) -> Result<Fet
         check_out(&remote, &commit, &target, observer)?;
         true
     };
+    // The tree's task list is read before the tree is named the runs' data: `current` never
+    // names a tree that does not load.
+    let lacking = lacking(&PyBench::load(&target)?);
     if in_cache {
         write_current(&parent, &commit)?;
     }
-    let lacking = lacking(&PyBench::load(&target)?);
     Ok(Fetched {
         dir: target,
         commit,
@@ -325,6 +350,7 @@ fn fetch_into(
             "--depth",
             "1",
             "--no-tags",
+            "--",
             remote,
             commit,
         ],
@@ -387,7 +413,9 @@ fn head(dir: &Path, observer: &dyn SetupObserver) -> Result<String, DataError> {
 
 /// What the remote's HEAD is, to say beside a commit it lacks (`None` if it does not say).
 fn remote_head(git: &Git, remote: &str, observer: &dyn SetupObserver) -> Option<String> {
-    let said = git.run(&["ls-remote", remote, "HEAD"], observer).ok()?;
+    let said = git
+        .run(&["ls-remote", "--", remote, "HEAD"], observer)
+        .ok()?;
     let head = said.stdout.split_whitespace().next()?.to_string();
     is_full_sha(&head).then_some(head)
 }
