@@ -180,6 +180,9 @@ fn env_status_lists_every_profile() {
             "test",
             "pybench",
             "inspect",
+            "mlflow",
+            "mlflow-server",
+            "wandb",
             "llama-server",
             "agent-node"
         ]
