@@ -165,7 +165,12 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
     let mut runs: Vec<TrackedRun> = Vec::new();
     for dir in &args.runs {
         match document(dir) {
-            Ok(run) => runs.push(run),
+            Ok(run) => {
+                for warning in &run.warnings {
+                    eprintln!("assay: warning: {}: {warning}", dir.display());
+                }
+                runs.push(run)
+            }
             Err(e) => {
                 eprintln!("assay: {}: {e}", dir.display());
                 failed += 1;

@@ -5,15 +5,30 @@
 
 use std::collections::BTreeMap;
 
-use assay_records::Kind;
+use assay_records::{Kind, Status};
 use assay_report::RunFigures;
 use serde_json::Value;
 
 use super::{is_pybench, name_part};
 
+/// Every status a sample can have: each is logged, 0 when no sample has it, so that a count
+/// that went to 0 (a resume that turned `infra` into `pass`) does not keep its old value.
+const STATUSES: [Status; 6] = [
+    Status::Pass,
+    Status::Fail,
+    Status::Error,
+    Status::Timeout,
+    Status::Oom,
+    Status::Infra,
+];
+
 /// The metrics of a run whose figures are `figures` and whose `summary.json` is `summary`
-/// (`Null` before it has one).
-pub fn of(figures: &RunFigures, summary: &Value, kind: Kind) -> BTreeMap<String, f64> {
+/// (`Null` before it has one), and a warning for each name two figures would both take.
+pub fn of(
+    figures: &RunFigures,
+    summary: &Value,
+    kind: Kind,
+) -> (BTreeMap<String, f64>, Vec<String>) {
     let mut m = Metrics::default();
     for (k, estimate) in &figures.pass_at_k {
         m.put(format!("pass_at_{k}"), estimate.value);
@@ -23,8 +38,14 @@ pub fn of(figures: &RunFigures, summary: &Value, kind: Kind) -> BTreeMap<String,
     m.count("tasks", figures.tasks);
     m.count("tasks_judged", figures.judged);
     m.count("tasks_set_apart", figures.infra_tasks);
+    for status in STATUSES {
+        let n = figures.statuses.get(status.as_str()).copied().unwrap_or(0);
+        m.put(format!("samples.{status}"), n as f64);
+    }
     for (status, n) in &figures.statuses {
-        m.put(format!("samples.{}", name_part(status)), *n as f64);
+        if !STATUSES.iter().any(|s| s.as_str() == status) {
+            m.put(format!("samples.{}", name_part(status)), *n as f64);
+        }
     }
     let group = if is_pybench(kind) {
         "category"
@@ -62,12 +83,13 @@ pub fn of(figures: &RunFigures, summary: &Value, kind: Kind) -> BTreeMap<String,
     if is_pybench(kind) {
         pybench(&mut m, summary);
     }
-    m.0
+    (m.values, m.warnings)
 }
 
 /// PyBench's `summary.json`: both ways of checking, each with the paper's pass rate (over every
 /// task), the rate over the judged tasks, its average turns and its categories; and each LLM
-/// judge's figures (`assay judge pybench`).
+/// judge's figures (`assay judge pybench`), each judging named by its judge, its prompt and its
+/// settings' key (two judgings with one judge and prompt differ in their other settings).
 fn pybench(m: &mut Metrics, summary: &Value) {
     for way in ["faithful", "fixed"] {
         let figures = &summary[way];
@@ -85,10 +107,12 @@ fn pybench(m: &mut Metrics, summary: &Value) {
     m.number("average_turns_raw", &summary["average_turns_raw"]);
     for judge in summary["judges"].as_array().into_iter().flatten() {
         let settings = &judge["settings"];
+        let key = judge["key"].as_str().unwrap_or("");
         let name = format!(
-            "judge.{}.{}",
+            "judge.{}.{}.{}",
             name_part(settings["judge"].as_str().unwrap_or("judge")),
-            name_part(settings["prompt"].as_str().unwrap_or("prompt"))
+            name_part(settings["prompt"].as_str().unwrap_or("prompt")),
+            name_part(key.get(..8).unwrap_or(key))
         );
         for field in [
             "pass_rate",
@@ -111,14 +135,30 @@ fn pybench(m: &mut Metrics, summary: &Value) {
 }
 
 /// Metrics by name; only finite values (a tracker takes no NaN from a figure with nothing to
-/// average).
+/// average). A name two figures would both take keeps the first and says so: two groups whose
+/// names differ only where a tracker takes no character, say.
 #[derive(Default)]
-struct Metrics(BTreeMap<String, f64>);
+struct Metrics {
+    values: BTreeMap<String, f64>,
+    warnings: Vec<String>,
+}
 
 impl Metrics {
     fn put(&mut self, name: String, value: f64) {
-        if value.is_finite() {
-            self.0.insert(name, value);
+        if !value.is_finite() {
+            return;
+        }
+        match self.values.entry(name) {
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(value);
+            }
+            std::collections::btree_map::Entry::Occupied(slot) => {
+                self.warnings.push(format!(
+                    "two figures are both named metric `{}` ({} and {value}): the first is logged",
+                    slot.key(),
+                    slot.get()
+                ));
+            }
         }
     }
 
@@ -131,5 +171,51 @@ impl Metrics {
         if let Some(value) = value.as_f64() {
             self.put(name.to_string(), value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judging(key: &str, temperature: f64, pass_rate: f64) -> Value {
+        serde_json::json!({
+            "settings": {"judge": "openai:judge", "prompt": "winlose", "temperature": temperature},
+            "key": key,
+            "pass_rate": pass_rate,
+        })
+    }
+
+    #[test]
+    fn two_judgings_with_one_judge_and_prompt_keep_their_own_metrics() {
+        let summary = serde_json::json!({"judges": [
+            judging("94dbc972baff2f5e", 0.0, 0.75),
+            judging("0a1b2c3d4e5f6789", 0.8, 0.5),
+        ]});
+        let mut m = Metrics::default();
+        pybench(&mut m, &summary);
+        assert_eq!(
+            m.values["judge.openai:judge.winlose.94dbc972.pass_rate"],
+            0.75
+        );
+        assert_eq!(
+            m.values["judge.openai:judge.winlose.0a1b2c3d.pass_rate"],
+            0.5
+        );
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    }
+
+    #[test]
+    fn a_name_taken_twice_keeps_the_first_and_says_so() {
+        let mut m = Metrics::default();
+        m.put("library.a_b.tasks".into(), 1.0);
+        m.put("library.a_b.tasks".into(), 2.0);
+        assert_eq!(m.values["library.a_b.tasks"], 1.0);
+        assert_eq!(m.warnings.len(), 1);
+        assert!(
+            m.warnings[0].contains("`library.a_b.tasks` (1 and 2)"),
+            "{:?}",
+            m.warnings
+        );
     }
 }

@@ -32,7 +32,9 @@ pub const RUN_KEY_TAG: &str = "assay.run_key";
 /// One assay run as a tracker run: what the uploader logs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrackedRun {
-    /// The run directory, as given.
+    /// The run directory, as given: for assay's own messages (the uploader is told where the
+    /// run is by the `assay.run_dir` tag).
+    #[serde(skip)]
     pub dir: PathBuf,
     /// 16 hex digits from the run's kind, identity and start: MLflow's `assay.run_key` tag and
     /// W&B's run id.
@@ -60,6 +62,9 @@ pub struct TrackedRun {
     /// uploader.
     #[serde(skip)]
     pub report_html: String,
+    /// What was left out of the document, and why (two figures or fields taking one name).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// What an upload made of the run: where it went.
@@ -91,7 +96,17 @@ pub fn document(dir: &Path) -> Result<TrackedRun, SourceError> {
         _ => run.benchmark.clone(),
     };
     let model = params::model(&manifest);
-    let started_ms = manifest.started_at * 1000;
+    let started_ms = manifest
+        .started_at
+        .checked_mul(1000)
+        .ok_or_else(|| SourceError::Invalid {
+            path: dir.join("manifest.json"),
+            line: 0,
+            message: format!(
+                "started_at {} is no time assay could have started at",
+                manifest.started_at
+            ),
+        })?;
     let finished_ms = millis(assay_report::finished_at(dir));
     let measured_ms = finished_ms
         .or_else(|| millis(assay_report::last_write(dir)))
@@ -124,6 +139,10 @@ pub fn document(dir: &Path) -> Result<TrackedRun, SourceError> {
         .map(|name| dir.join(name))
         .filter(|path| path.is_file())
         .collect();
+    let mut warnings = Vec::new();
+    let params = params::of(&manifest, &task, &model, &mut warnings);
+    let (metrics, mut named_twice) = metrics::of(&figures, &summary, manifest.kind);
+    warnings.append(&mut named_twice);
     Ok(TrackedRun {
         dir: dir.to_path_buf(),
         name: format!("{task} {model} {}", &key[..8]),
@@ -131,11 +150,12 @@ pub fn document(dir: &Path) -> Result<TrackedRun, SourceError> {
         started_ms,
         finished_ms,
         measured_ms,
-        params: params::of(&manifest, &task, &model),
+        params,
         tags,
-        metrics: metrics::of(&figures, &summary, manifest.kind),
+        metrics,
         files,
         report_html: assay_report::html(&report, std::slice::from_ref(&run)),
+        warnings,
     })
 }
 

@@ -15,8 +15,14 @@ pub const MAX_VALUE_CHARS: usize = 6000;
 
 /// The parameters of `manifest`'s run: `benchmark`, `task` (benchmark and split), `split`,
 /// `model`, `kind`, then every identity field as `identity.<field>` (nested ones
-/// `identity.<field>.<field>`; lists as JSON).
-pub fn of(manifest: &Manifest, task: &str, model: &str) -> BTreeMap<String, String> {
+/// `identity.<field>.<field>`; lists as JSON). A name two fields would both take (they differ
+/// only where a tracker takes no character) keeps the first, with a warning naming both.
+pub fn of(
+    manifest: &Manifest,
+    task: &str,
+    model: &str,
+    warnings: &mut Vec<String>,
+) -> BTreeMap<String, String> {
     let identity = &manifest.identity;
     let mut params = BTreeMap::from([
         ("kind".to_string(), manifest.kind.as_str().to_string()),
@@ -30,7 +36,15 @@ pub fn of(manifest: &Manifest, task: &str, model: &str) -> BTreeMap<String, Stri
         params.insert("split".into(), split.clone());
     }
     let value = serde_json::to_value(identity).unwrap_or_default();
-    flatten("identity", &value, &mut params);
+    let mut named = Named::default();
+    named.flatten("identity", "identity", &value);
+    warnings.append(&mut named.warnings);
+    params.extend(
+        named
+            .params
+            .into_iter()
+            .map(|(name, (_, value))| (name, value)),
+    );
     params
 }
 
@@ -51,19 +65,42 @@ pub fn model(manifest: &Manifest) -> String {
     }
 }
 
-fn flatten(prefix: &str, value: &Value, into: &mut BTreeMap<String, String>) {
-    let text = match value {
-        Value::Null => return,
-        Value::Object(fields) => {
-            for (name, value) in fields {
-                flatten(&format!("{prefix}.{}", name_part(name)), value, into);
+/// Parameters by name, each with the field it is of (`identity.generation.n`, as the manifest
+/// spells it), and what two fields taking one name were.
+#[derive(Default)]
+struct Named {
+    params: BTreeMap<String, (String, String)>,
+    warnings: Vec<String>,
+}
+
+impl Named {
+    /// `value` at the field `path`, named `name`: nested fields as `name.<field>`.
+    fn flatten(&mut self, name: &str, path: &str, value: &Value) {
+        let text = match value {
+            Value::Null => return,
+            Value::Object(fields) => {
+                for (field, value) in fields {
+                    let inner = format!("{name}.{}", name_part(field));
+                    self.flatten(&inner, &format!("{path}.{field}"), value);
+                }
+                return;
             }
-            return;
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        match self.params.entry(name.to_string()) {
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert((path.to_string(), cut(text)));
+            }
+            std::collections::btree_map::Entry::Occupied(slot) => {
+                self.warnings.push(format!(
+                    "the fields `{}` and `{path}` are both named parameter `{name}`: the first is \
+                     logged",
+                    slot.get().0
+                ));
+            }
         }
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
-    };
-    into.insert(prefix.to_string(), cut(text));
+    }
 }
 
 /// `text` within [`MAX_VALUE_CHARS`]: a longer one ends `… (N more characters)`.
@@ -113,14 +150,15 @@ mod tests {
 
     #[test]
     fn nested_identity_fields_are_named_by_their_path_and_lists_kept_as_json() {
-        let mut into = BTreeMap::new();
+        let mut named = Named::default();
         let value = serde_json::json!({
             "model": "openai:gpt-4o",
             "generation": {"temperature": 0.8, "n": 2, "top_p": null},
             "tasks": ["BigCodeBench/1", "BigCodeBench/2"],
             "network": false,
         });
-        flatten("identity", &value, &mut into);
+        named.flatten("identity", "identity", &value);
+        let into: BTreeMap<_, _> = named.params.into_iter().map(|(k, (_, v))| (k, v)).collect();
         assert_eq!(into["identity.model"], "openai:gpt-4o");
         assert_eq!(into["identity.generation.temperature"], "0.8");
         assert_eq!(into["identity.generation.n"], "2");
@@ -130,5 +168,19 @@ mod tests {
             r#"["BigCodeBench/1","BigCodeBench/2"]"#
         );
         assert_eq!(into["identity.network"], "false");
+        assert!(named.warnings.is_empty());
+    }
+
+    #[test]
+    fn two_fields_taking_one_name_keep_the_first_and_name_both() {
+        let mut named = Named::default();
+        let value = serde_json::json!({"extra": {"a+b": 1, "a_b": 2}});
+        named.flatten("identity", "identity", &value);
+        assert_eq!(named.params["identity.extra.a_b"].1, "1");
+        assert_eq!(
+            named.warnings,
+            ["the fields `identity.extra.a+b` and `identity.extra.a_b` are both named parameter \
+              `identity.extra.a_b`: the first is logged"]
+        );
     }
 }
