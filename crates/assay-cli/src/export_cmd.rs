@@ -186,7 +186,7 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
     };
     let env = ready(select.locate()?)?;
     let timeout = Duration::from_secs(args.timeout);
-    let outcomes = {
+    let upload = {
         // The client's latest line beside the spinner while it logs.
         let spinner = Spinner::new();
         spinner.step(&format!(
@@ -205,7 +205,11 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
             &mut |line| spinner.output(line),
         )?
     };
-    for (run, outcome) in runs.iter().zip(outcomes) {
+    if let Some(ended) = &upload.failed {
+        eprintln!("assay: {ended}");
+        failed += 1;
+    }
+    for (run, outcome) in runs.iter().zip(upload.outcomes) {
         match outcome {
             Ok(uploaded) => {
                 for warning in &uploaded.warnings {
@@ -227,11 +231,7 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
                 );
             }
             Err(e) => {
-                eprintln!(
-                    "assay: {}: {} refused it: {e}",
-                    run.dir.display(),
-                    tracker.profile()
-                );
+                eprintln!("assay: {}: {e}", run.dir.display());
                 failed += 1;
             }
         }

@@ -13,38 +13,50 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::sync::OnceLock;
 
+use assay_export::tracker::upload::AZURE_SECRETS;
 use assay_models::Provider;
 
-/// Each provider's key variable (`Provider::key_env_var`), and the service's secret's, → what
-/// it held.
-static KEYS: OnceLock<BTreeMap<&'static str, String>> = OnceLock::new();
+/// Each provider's key variable (`Provider::key_env_var`), the service's secret's and the
+/// trackers' secrets' → what it held.
+static KEYS: OnceLock<BTreeMap<String, String>> = OnceLock::new();
 
-/// The trackers' secrets (`assay export --to mlflow|wandb`): taken out of the environment as
-/// the providers' keys are, and handed to the tracker's uploader only.
-pub const TRACKER_SECRETS: [&str; 5] = [
-    "WANDB_API_KEY",
-    "MLFLOW_TRACKING_TOKEN",
-    "MLFLOW_TRACKING_PASSWORD",
-    "DATABRICKS_TOKEN",
-    "DATABRICKS_CLIENT_SECRET",
-];
+/// The trackers' variables (`assay export --to mlflow|wandb`) that may hold a secret: those
+/// of these prefixes whose name holds one of [`TRACKER_SECRET_WORDS`]. Matched rather than
+/// listed, since the clients read more than any list keeps up with (Databricks' password,
+/// client secret, Google credentials...).
+const TRACKER_PREFIXES: [&str; 3] = ["MLFLOW_", "DATABRICKS_", "WANDB_"];
 
-/// Moves every provider's key, and the trackers' secrets, out of the environment. Call first thing in `main`: the process
-/// must have one thread (no other may be reading the environment) and nothing may have read a
-/// key yet.
+/// What a tracker's variable holding a secret has in its name.
+const TRACKER_SECRET_WORDS: [&str; 5] = ["TOKEN", "PASSWORD", "SECRET", "KEY", "CREDENTIALS"];
+
+/// Whether the variable `name` is a tracker's secret: taken out of the environment as the
+/// providers' keys are, and handed to the tracker's uploader only.
+fn is_tracker_secret(name: &str) -> bool {
+    AZURE_SECRETS.contains(&name)
+        || (TRACKER_PREFIXES.iter().any(|p| name.starts_with(p))
+            && TRACKER_SECRET_WORDS.iter().any(|w| name.contains(w)))
+}
+
+/// Moves every provider's key, and the trackers' secrets, out of the environment. Call first
+/// thing in `main`: the process must have one thread (no other may be reading the
+/// environment) and nothing may have read a key yet.
 pub fn take_from_environment() {
     let mut keys = BTreeMap::new();
+    let trackers: Vec<String> = std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .filter(|name| is_tracker_secret(name))
+        .collect();
     let names = Provider::ALL
         .iter()
-        .map(Provider::key_env_var)
-        .chain([SERVE_TOKEN_VAR])
-        .chain(TRACKER_SECRETS);
+        .map(|p| p.key_env_var().to_string())
+        .chain([SERVE_TOKEN_VAR.to_string()])
+        .chain(trackers);
     for name in names {
-        if let Ok(value) = std::env::var(name) {
-            keys.insert(name, value);
+        if let Ok(value) = std::env::var(&name) {
+            keys.insert(name.clone(), value);
         }
-        wipe(name);
-        std::env::remove_var(name);
+        wipe(&name);
+        std::env::remove_var(&name);
     }
     // Called once, from `main`; a second call would find nothing left to take.
     let _ = KEYS.set(keys);
@@ -59,10 +71,12 @@ pub fn serve_token() -> Option<String> {
 }
 
 /// The trackers' secrets assay was started with.
-pub fn tracker_secrets() -> Vec<(&'static str, String)> {
-    TRACKER_SECRETS
-        .iter()
-        .filter_map(|name| Some((*name, KEYS.get()?.get(name)?.clone())))
+pub fn tracker_secrets() -> Vec<(String, String)> {
+    KEYS.get()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| is_tracker_secret(name))
+        .map(|(name, value)| (name.clone(), value.clone()))
         .collect()
 }
 
@@ -85,6 +99,37 @@ fn wipe(name: &str) {
         let value = libc::getenv(c_name.as_ptr());
         if !value.is_null() {
             std::ptr::write_bytes(value, 0, libc::strlen(value));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trackers_secrets_are_matched_by_prefix_and_word() {
+        for name in [
+            "WANDB_API_KEY",
+            "MLFLOW_TRACKING_TOKEN",
+            "MLFLOW_TRACKING_PASSWORD",
+            "DATABRICKS_TOKEN",
+            "DATABRICKS_PASSWORD",
+            "DATABRICKS_CLIENT_SECRET",
+            "DATABRICKS_GOOGLE_CREDENTIALS",
+            "AZURE_CLIENT_SECRET",
+            "ARM_CLIENT_SECRET",
+        ] {
+            assert!(is_tracker_secret(name), "{name}");
+        }
+        for name in [
+            "MLFLOW_TRACKING_URI",
+            "WANDB_MODE",
+            "DATABRICKS_HOST",
+            "AZURE_CLIENT_ID",
+            "HOME",
+        ] {
+            assert!(!is_tracker_secret(name), "{name}");
         }
     }
 }

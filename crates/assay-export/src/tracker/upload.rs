@@ -4,14 +4,14 @@
 //!
 //! The uploader is trusted, not sandboxed, but it still gets only what it needs: the installers'
 //! variables (`Inherit::Tools`) and the tracker's own (`MLFLOW_…`, `DATABRICKS_…` for a
-//! Databricks workspace, `WANDB_…`), never the model providers' keys. Its wait is bounded:
+//! Databricks workspace and Azure's secrets for MLflow, `WANDB_…`), never the model providers' keys. Its wait is bounded:
 //! the whole upload has a time limit, and MLflow's HTTP retries are bounded too unless the user
 //! set them.
 
 use std::path::Path;
 use std::time::Duration;
 
-use assay_pyenv::bounded::run_bounded;
+use assay_pyenv::bounded::{run_bounded, TimedOut};
 use assay_pyenv::child_env::{self, Inherit};
 use serde_json::{json, Value};
 
@@ -30,6 +30,10 @@ const MLFLOW_DEFAULTS: [(&str, &str); 2] = [
     ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
     ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30"),
 ];
+
+/// Azure's service principal secrets, which MLflow's Azure artifact stores read: handed to the
+/// MLflow uploader beside its own variables.
+pub const AZURE_SECRETS: [&str; 2] = ["AZURE_CLIENT_SECRET", "ARM_CLIENT_SECRET"];
 
 /// Where runs go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,12 +70,19 @@ impl Tracker {
         }
     }
 
-    /// The tracker's own variables, by prefix.
-    fn prefixes(&self) -> &'static [&'static str] {
-        match self {
-            Tracker::Mlflow { .. } => &["MLFLOW_", "DATABRICKS_"],
+    /// Whether the variable `name` is the tracker's own: by prefix, and for MLflow Azure's
+    /// secrets.
+    fn admits(&self, name: &str) -> bool {
+        let prefixes: &[&str] = match self {
+            Tracker::Mlflow { .. } => {
+                if AZURE_SECRETS.contains(&name) {
+                    return true;
+                }
+                &["MLFLOW_", "DATABRICKS_"]
+            }
             Tracker::Wandb { .. } => &["WANDB_"],
-        }
+        };
+        prefixes.iter().any(|p| name.starts_with(p))
     }
 
     fn destination(&self) -> Value {
@@ -85,37 +96,53 @@ impl Tracker {
     }
 }
 
-/// Why nothing could be said of the runs: the uploader could not be started, or ended without
-/// answering for every run.
-#[derive(Debug, thiserror::Error)]
-pub enum UploadError {
-    /// Writing the document or starting the uploader failed.
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    /// The uploader failed before answering for every run.
-    #[error("the {tracker} uploader failed ({status}) before it answered for every run:\n{said}")]
-    Failed {
+/// What became of an upload: each run's outcome in the order given, and how the uploader
+/// ended when it did not end well.
+#[derive(Debug)]
+pub struct Upload {
+    /// Each run's: where it went, or why it was not logged.
+    pub outcomes: Vec<Result<Uploaded, Unlogged>>,
+    /// How the uploader ended, when it failed or was stopped at the time limit (then the runs
+    /// it had not answered for are [`Unlogged::NotAnswered`]), with the end of what it said
+    /// on standard error.
+    pub failed: Option<String>,
+}
+
+/// Why a run was not logged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unlogged {
+    /// The tracker (or its client) refused it, in its words.
+    #[error("{tracker} refused it: {said}")]
+    Refused {
         /// `mlflow` or `wandb`.
         tracker: &'static str,
-        /// How it ended.
-        status: String,
-        /// The end of what it wrote to standard error.
+        /// The client's error.
         said: String,
+    },
+    /// The uploader ended before it answered for the run.
+    #[error("not answered: the {tracker} uploader {ended}")]
+    NotAnswered {
+        /// `mlflow` or `wandb`.
+        tracker: &'static str,
+        /// `timed out after N s (--timeout)`, or `exited with …`.
+        ended: String,
     },
 }
 
 /// Logs `runs` with `python` (the tracker's environment's interpreter), within `timeout` in
 /// all, handing it `secrets` (the tracker's tokens, which assay keeps out of its own
-/// environment) beside the tracker's variables. Each run's outcome in the order given: where
-/// it went, or why the tracker refused it. `on_line` hears the uploader's output as it comes.
+/// environment) beside the tracker's variables. The runs answered for before the uploader
+/// ended (failing, or stopped at `timeout`) keep their outcomes; the others are said not
+/// answered. `on_line` hears the uploader's output as it comes. An error only when the
+/// uploader could not be started.
 pub fn upload(
     python: &Path,
     tracker: &Tracker,
     runs: &[TrackedRun],
     timeout: Duration,
-    secrets: &[(&str, String)],
+    secrets: &[(String, String)],
     on_line: &mut dyn FnMut(&str),
-) -> Result<Vec<Result<Uploaded, String>>, UploadError> {
+) -> std::io::Result<Upload> {
     let staging = tempfile::tempdir()?;
     let mut documents = Vec::new();
     for (index, run) in runs.iter().enumerate() {
@@ -134,11 +161,9 @@ pub fn upload(
 
     let mut command = child_env::command(python, Inherit::Tools);
     command.args(["-I", "-c", tracker.script()]).arg(&document);
-    let prefixes = tracker.prefixes();
-    command.envs(std::env::vars_os().filter(|(name, _)| {
-        name.to_str()
-            .is_some_and(|name| prefixes.iter().any(|p| name.starts_with(p)))
-    }));
+    command.envs(
+        std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(|n| tracker.admits(n))),
+    );
     if let Tracker::Mlflow { .. } = tracker {
         for (name, value) in MLFLOW_DEFAULTS {
             if std::env::var_os(name).is_none() {
@@ -146,16 +171,29 @@ pub fn upload(
             }
         }
     }
-    let prefixes = tracker.prefixes();
     command.envs(
         secrets
             .iter()
-            .filter(|(name, _)| prefixes.iter().any(|p| name.starts_with(p)))
+            .filter(|(name, _)| tracker.admits(name))
             .map(|(name, value)| (name, value)),
     );
-    let finished = run_bounded(command, timeout, on_line)?;
-    let mut outcomes: Vec<Option<Result<Uploaded, String>>> = vec![None; runs.len()];
-    for line in finished.stdout.lines() {
+    let name = tracker.profile();
+    let (stdout, stderr, ended) = match run_bounded(command, timeout, on_line) {
+        Ok(finished) if finished.success => (finished.stdout, finished.stderr, None),
+        Ok(finished) => {
+            let ended = format!("exited with {}", finished.status);
+            (finished.stdout, finished.stderr, Some(ended))
+        }
+        Err(error) => match TimedOut::of(&error) {
+            Some(partial) => {
+                let ended = format!("timed out after {} s (--timeout)", timeout.as_secs());
+                (partial.stdout.clone(), partial.stderr.clone(), Some(ended))
+            }
+            None => return Err(error),
+        },
+    };
+    let mut outcomes: Vec<Option<Result<Uploaded, Unlogged>>> = vec![None; runs.len()];
+    for line in stdout.lines() {
         let Some(answer) = line.strip_prefix(ANSWER) else {
             continue;
         };
@@ -168,19 +206,31 @@ pub fn upload(
         else {
             continue;
         };
+        let refused = |said: String| Unlogged::Refused {
+            tracker: name,
+            said,
+        };
         *slot = Some(match answer["error"].as_str() {
-            Some(error) => Err(error.to_string()),
-            None => serde_json::from_value(answer).map_err(|e| e.to_string()),
+            Some(error) => Err(refused(error.to_string())),
+            None => serde_json::from_value(answer).map_err(|e| refused(e.to_string())),
         });
     }
-    match outcomes.into_iter().collect::<Option<Vec<_>>>() {
-        Some(outcomes) if finished.success => Ok(outcomes),
-        _ => Err(UploadError::Failed {
-            tracker: tracker.profile(),
-            status: finished.status.to_string(),
-            said: tail(&finished.stderr, 20),
+    let not_answered = Unlogged::NotAnswered {
+        tracker: name,
+        ended: ended.clone().unwrap_or_else(|| "ended".into()),
+    };
+    Ok(Upload {
+        outcomes: outcomes
+            .into_iter()
+            .map(|outcome| outcome.unwrap_or_else(|| Err(not_answered.clone())))
+            .collect(),
+        failed: ended.map(|ended| {
+            format!(
+                "the {name} uploader {ended}; the end of what it said:\n{}",
+                tail(&stderr, 20)
+            )
         }),
-    }
+    })
 }
 
 /// The last `lines` lines of `text`.
