@@ -395,6 +395,10 @@ fn mlflow_gets_one_run_per_assay_run_with_its_figures_and_files_and_a_second_exp
     assert_eq!(metric(bcb, "samples.pass"), 1.0);
     assert_eq!(metric(bcb, "samples.fail"), 1.0);
     assert_eq!(metric(bcb, "samples.infra"), 1.0);
+    // All six statuses, those no sample has as 0 (so that one going to 0 shows).
+    for status in ["error", "timeout", "oom"] {
+        assert_eq!(metric(bcb, &format!("samples.{status}")), 0.0, "{status}");
+    }
     assert_eq!(metric(bcb, "tasks"), 3.0);
     assert_eq!(metric(bcb, "tasks_judged"), 2.0);
     assert_eq!(metric(bcb, "tasks_set_apart"), 1.0);
@@ -515,6 +519,46 @@ fn mlflow_gets_one_run_per_assay_run_with_its_figures_and_files_and_a_second_exp
         assert_eq!(after["artifacts"], before["artifacts"]);
         assert_eq!(after["history"], 1, "{name}: no second point");
     }
+
+    // The PyBench run's summary rewritten with a lower figure and its time kept, as `assay
+    // judge pybench` rewrites it: the lower value is what MLflow shows after a third export
+    // (MLflow's latest of two points at one time is the larger), in the same run.
+    let summary_path = pybench.join("summary.json");
+    let modified = std::fs::metadata(&summary_path)
+        .unwrap()
+        .modified()
+        .unwrap();
+    let mut summary = common::read_json(&summary_path);
+    let before = summary["faithful"]["pass_rate"].as_f64().unwrap();
+    assert!(before > 0.0, "{summary:#}");
+    summary["faithful"]["pass_rate"] = Value::from(0.0);
+    std::fs::write(&summary_path, summary.to_string()).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&summary_path)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let third = export(&["pyb"]);
+    let said = text(&third.stderr);
+    assert!(third.status.success(), "{said}");
+    assert_eq!(exported(&said, "mlflow")[0].2, "updated", "{said}");
+    let last = python_json(&python, MLFLOW_READER, &[&server.uri, "assay-tests"]);
+    assert_eq!(last.as_array().unwrap().len(), 2, "{last:#}");
+    let pyb = run_named(&last, "/pyb");
+    assert_eq!(pyb["run_id"], run_named(&read, "/pyb")["run_id"]);
+    assert_eq!(
+        metric(pyb, "faithful.pass_rate"),
+        0.0,
+        "the new, lower value"
+    );
+    assert_eq!(pyb["history"], 1, "an unchanged metric is not logged again");
+    let listed: Vec<String> =
+        serde_json::from_str(pyb["tags"]["assay.metrics"].as_str().unwrap()).unwrap();
+    assert!(
+        listed.iter().any(|m| m == "faithful.pass_rate"),
+        "{listed:?}"
+    );
     drop(server);
 }
 

@@ -4,11 +4,17 @@
 # so a second export updates it: its config and summary set again, its files logged again as an
 # artifact (W&B keeps one version of files that did not change). Offline (WANDB_MODE=offline)
 # each export writes a run directory to `wandb sync`; they sync into the one run of that id.
+# The summary keys an earlier export logged that the run's figures no longer have are removed
+# (online: offline, the earlier export's summary is not known); their names are kept in the
+# config as `assay.metrics`.
 import json
 import os
 import sys
 
 import wandb
+
+# The config entry that lists the summary keys assay logged.
+METRICS_KEY = "assay.metrics"
 
 
 def answer(index, **fields):
@@ -29,10 +35,18 @@ def log(destination, run):
         reinit="create_new",
         settings=wandb.Settings(init_timeout=120, console="off", silent=True),
     )
+    if tracked.disabled:
+        tracked.finish()
+        raise SystemExit("W&B is disabled (WANDB_MODE=disabled): nothing was logged")
     try:
         # Offline, W&B cannot know whether the run exists (`wandb sync` will).
         created = None if tracked.offline else not tracked.resumed
+        previous = tracked.config.get(METRICS_KEY) or []
+        for name in previous:
+            if name not in run["metrics"] and name in tracked.summary.keys():
+                del tracked.summary[name]
         tracked.summary.update(run["metrics"])
+        tracked.config.update({METRICS_KEY: sorted(run["metrics"])}, allow_val_change=True)
         files = wandb.Artifact(f"assay-{run['key']}", type="assay-run")
         for path in run["files"]:
             files.add_file(path, name=os.path.basename(path))
