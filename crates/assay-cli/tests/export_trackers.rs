@@ -605,18 +605,25 @@ fn an_mlflow_server_that_is_down_is_said_in_a_line_within_the_retries_the_user_s
         .unwrap()
         .port();
     let started = Instant::now();
+    // A URI with a user name and password: neither is printed.
     let out = assay_command(dir.path())
         .args(["export", "--to", "mlflow", "reference", "--tracking-uri"])
-        .arg(format!("http://127.0.0.1:{port}"))
+        .arg(format!("http://someone:pass-5e1c@127.0.0.1:{port}"))
         .env("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         .output()
         .unwrap();
     let said = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("the mlflow uploader failed") && said.contains("Connection refused"),
+        said.contains("the mlflow uploader exited with exit status: 1")
+            && said.contains("Connection refused"),
         "{said}"
     );
+    assert!(
+        said.contains("reference: not answered: the mlflow uploader exited with"),
+        "{said}"
+    );
+    assert!(!said.contains("pass-5e1c"), "{said}");
     assert!(!said.contains("Traceback"), "{said}");
     assert!(
         started.elapsed() < Duration::from_secs(60),

@@ -238,3 +238,89 @@ fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn run(key: &str) -> TrackedRun {
+        TrackedRun {
+            dir: PathBuf::from(key),
+            key: key.into(),
+            name: key.into(),
+            started_ms: 0,
+            finished_ms: None,
+            measured_ms: 0,
+            params: BTreeMap::new(),
+            tags: BTreeMap::new(),
+            metrics: BTreeMap::new(),
+            files: Vec::new(),
+            report_html: String::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// An uploader standing in for the tracker's interpreter: a shell script that answers for
+    /// the first run, then does what `then` says.
+    fn uploader(dir: &Path, then: &str) -> PathBuf {
+        let path = dir.join("python");
+        let answer = r#"{"index": 0, "run_id": "r0", "created": true, "location": "here"}"#;
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\necho '{ANSWER}{answer}'\necho 'said before it ended' >&2\n{then}\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn upload_two(python: &Path, timeout: Duration) -> Upload {
+        let tracker = Tracker::Wandb {
+            project: "p".into(),
+            entity: None,
+        };
+        upload(
+            python,
+            &tracker,
+            &[run("a"), run("b")],
+            timeout,
+            &[],
+            &mut |_| {},
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_uploader_stopped_at_its_time_limit_keeps_the_runs_it_answered_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let done = upload_two(
+            &uploader(dir.path(), "exec sleep 60"),
+            Duration::from_secs(2),
+        );
+        assert_eq!(done.outcomes[0].as_ref().unwrap().run_id, "r0");
+        assert_eq!(
+            done.outcomes[1].as_ref().unwrap_err().to_string(),
+            "not answered: the wandb uploader timed out after 2 s (--timeout)"
+        );
+        let failed = done.failed.unwrap();
+        assert!(failed.contains("said before it ended"), "{failed}");
+    }
+
+    #[test]
+    fn an_uploader_that_crashes_keeps_the_runs_it_answered_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let done = upload_two(&uploader(dir.path(), "exit 3"), Duration::from_secs(60));
+        assert_eq!(done.outcomes[0].as_ref().unwrap().run_id, "r0");
+        assert_eq!(
+            done.outcomes[1].as_ref().unwrap_err().to_string(),
+            "not answered: the wandb uploader exited with exit status: 3"
+        );
+        assert!(done.failed.is_some());
+    }
+}
