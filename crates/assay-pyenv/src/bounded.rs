@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     fn sh(script: &str) -> Command {
-        let mut command = Command::new("sh");
+        let mut command = crate::child_env::command("sh", crate::child_env::Inherit::Tools);
         command.args(["-c", script]);
         command
     }
