@@ -15,6 +15,7 @@
 mod metrics;
 mod params;
 pub mod upload;
+mod wandb_names;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

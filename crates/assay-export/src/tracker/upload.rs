@@ -15,7 +15,7 @@ use assay_pyenv::bounded::{run_bounded, TimedOut};
 use assay_pyenv::child_env::{self, Inherit};
 use serde_json::{json, Value};
 
-use super::{TrackedRun, Uploaded};
+use super::{wandb_names, TrackedRun, Uploaded};
 
 const MLFLOW_UPLOADER: &str = include_str!("mlflow_upload.py");
 const WANDB_UPLOADER: &str = include_str!("wandb_upload.py");
@@ -145,6 +145,8 @@ pub fn upload(
 ) -> std::io::Result<Upload> {
     let staging = tempfile::tempdir()?;
     let mut documents = Vec::new();
+    // What each run's W&B names left out.
+    let mut renamed = Vec::new();
     for (index, run) in runs.iter().enumerate() {
         let report = staging.path().join(index.to_string()).join("report.html");
         std::fs::create_dir_all(report.parent().unwrap_or(staging.path()))?;
@@ -153,6 +155,13 @@ pub fn upload(
         files.push(report.display().to_string());
         let mut document = serde_json::to_value(run).map_err(std::io::Error::other)?;
         document["files"] = json!(files);
+        if let Tracker::Wandb { .. } = tracker {
+            let (metrics, left_out) = wandb_names::of(&run.metrics);
+            document["metrics"] = json!(metrics);
+            renamed.push(left_out);
+        } else {
+            renamed.push(Vec::new());
+        }
         documents.push(document);
     }
     let document = staging.path().join("runs.json");
@@ -200,10 +209,10 @@ pub fn upload(
         let Ok(answer) = serde_json::from_str::<Value>(answer) else {
             continue;
         };
-        let Some(slot) = answer["index"]
-            .as_u64()
-            .and_then(|i| outcomes.get_mut(i as usize))
-        else {
+        let Some(index) = answer["index"].as_u64().map(|i| i as usize) else {
+            continue;
+        };
+        let Some(slot) = outcomes.get_mut(index) else {
             continue;
         };
         let refused = |said: String| Unlogged::Refused {
@@ -212,7 +221,14 @@ pub fn upload(
         };
         *slot = Some(match answer["error"].as_str() {
             Some(error) => Err(refused(error.to_string())),
-            None => serde_json::from_value(answer).map_err(|e| refused(e.to_string())),
+            None => serde_json::from_value(answer)
+                .map(|mut uploaded: Uploaded| {
+                    uploaded
+                        .warnings
+                        .splice(0..0, renamed[index].iter().cloned());
+                    uploaded
+                })
+                .map_err(|e| refused(e.to_string())),
         });
     }
     let not_answered = Unlogged::NotAnswered {
