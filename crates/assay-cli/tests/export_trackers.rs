@@ -838,4 +838,23 @@ fn wandb_offline_gets_one_run_per_assay_run_and_a_second_export_keeps_its_id() {
             }
         }
     }
+
+    // W&B disabled: nothing logged, and said so.
+    let out = assay_command(dir.path())
+        .args(["export", "--to", "wandb", "bcb", "--project", "assay-tests"])
+        .env("WANDB_MODE", "disabled")
+        .env("WANDB_DIR", &wandb_dir)
+        .env("WANDB_CONFIG_DIR", dir.path().join("wandb-config"))
+        .output()
+        .unwrap();
+    let said = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("W&B is disabled (WANDB_MODE=disabled): nothing was logged"),
+        "{said}"
+    );
+    assert!(
+        said.contains("bcb: not answered: the wandb uploader exited with"),
+        "{said}"
+    );
 }

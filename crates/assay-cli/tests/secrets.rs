@@ -140,6 +140,10 @@ fn the_key_leaves_assays_own_environment_before_it_works() {
         .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
         .env("WANDB_API_KEY", TRACKER_KEY)
         .env("MLFLOW_TRACKING_TOKEN", TRACKER_KEY)
+        // Matched by name, not listed: Databricks' and Azure's secrets too.
+        .env("DATABRICKS_PASSWORD", TRACKER_KEY)
+        .env("DATABRICKS_GOOGLE_CREDENTIALS", TRACKER_KEY)
+        .env("AZURE_CLIENT_SECRET", TRACKER_KEY)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

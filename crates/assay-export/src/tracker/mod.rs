@@ -47,7 +47,8 @@ pub struct TrackedRun {
     /// Unix milliseconds it finished, when it has (its `summary.json` is its last write).
     pub finished_ms: Option<u64>,
     /// What the metrics' values are as of: when it finished, else its last write, else its
-    /// start. The same for the same directory, so a second export logs no new point.
+    /// start. A value that changed while this stayed (`assay judge pybench` keeps
+    /// `summary.json`'s time) is logged after the tracker's latest point by the uploader.
     pub measured_ms: u64,
     /// What decides the results, which never changes for a run (its identity, kind,
     /// benchmark, model): MLflow's parameters, which cannot change once logged.
@@ -78,7 +79,8 @@ pub struct Uploaded {
     pub created: Option<bool>,
     /// Where to look at it: the run's page, or the offline directory to `wandb sync`.
     pub location: String,
-    /// What the tracker would not take, and why (a parameter that changed since it was logged).
+    /// What the export should say of the run: a parameter that changed since it was logged,
+    /// metrics the run no longer has, more than one tracker run with its key...
     #[serde(default)]
     pub warnings: Vec<String>,
 }
