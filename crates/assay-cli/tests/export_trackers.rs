@@ -283,6 +283,18 @@ for run in runs:
 print(json.dumps(out))
 "#;
 
+/// Makes a deleted run in the experiment argv[2] on the server argv[1] with the run key argv[3]
+/// (as a run deleted by hand and made again by another export would be); prints its id.
+const DUPLICATE: &str = r#"
+import json, sys
+from mlflow.tracking import MlflowClient
+client = MlflowClient(tracking_uri=sys.argv[1])
+experiment = client.get_experiment_by_name(sys.argv[2])
+run = client.create_run(experiment.experiment_id, tags={"assay.run_key": sys.argv[3]})
+client.delete_run(run.info.run_id)
+print(json.dumps(run.info.run_id))
+"#;
+
 /// The run of `runs` (as [`MLFLOW_READER`] prints them) whose `assay.run_dir` tag ends `name`.
 fn run_named<'a>(runs: &'a Value, name: &str) -> &'a Value {
     runs.as_array()
@@ -532,6 +544,9 @@ fn mlflow_gets_one_run_per_assay_run_with_its_figures_and_files_and_a_second_exp
     let before = summary["faithful"]["pass_rate"].as_f64().unwrap();
     assert!(before > 0.0, "{summary:#}");
     summary["faithful"]["pass_rate"] = Value::from(0.0);
+    // And a figure gone: MLflow keeps its last value, the export says so.
+    assert!(summary["average_turns_raw"].is_number(), "{summary:#}");
+    summary["average_turns_raw"] = Value::Null;
     std::fs::write(&summary_path, summary.to_string()).unwrap();
     std::fs::File::options()
         .write(true)
@@ -542,6 +557,10 @@ fn mlflow_gets_one_run_per_assay_run_with_its_figures_and_files_and_a_second_exp
     let third = export(&["pyb"]);
     let said = text(&third.stderr);
     assert!(third.status.success(), "{said}");
+    assert!(
+        said.contains("cannot delete a metric: average_turns_raw"),
+        "{said}"
+    );
     assert_eq!(exported(&said, "mlflow")[0].2, "updated", "{said}");
     let last = python_json(&python, MLFLOW_READER, &[&server.uri, "assay-tests"]);
     assert_eq!(last.as_array().unwrap().len(), 2, "{last:#}");
@@ -558,6 +577,29 @@ fn mlflow_gets_one_run_per_assay_run_with_its_figures_and_files_and_a_second_exp
     assert!(
         listed.iter().any(|m| m == "faithful.pass_rate"),
         "{listed:?}"
+    );
+    assert!(
+        !listed.iter().any(|m| m == "average_turns_raw"),
+        "{listed:?}"
+    );
+
+    // A second MLflow run with the run's key, deleted: the active one is updated, and the
+    // export says there are two.
+    let key = pyb["tags"]["assay.run_key"].as_str().unwrap();
+    let other = python_json(&python, DUPLICATE, &[&server.uri, "assay-tests", key]);
+    let fourth = export(&["pyb"]);
+    let said = text(&fourth.stderr);
+    assert!(fourth.status.success(), "{said}");
+    assert_eq!(
+        exported(&said, "mlflow")[0].1,
+        pyb["run_id"].as_str().unwrap(),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!(
+            "2 MLflow runs carry the tag assay.run_key = {key}"
+        )) && said.contains(other.as_str().unwrap()),
+        "{said}"
     );
     drop(server);
 }
