@@ -248,6 +248,9 @@ fn a_real_small_model_judges_pybench_trajectories() {
         "paper",
         "--max-tokens",
         "256",
+        // Once asked again at most: each ask is a minute of this CPU.
+        "--reasks",
+        "1",
     ];
     let started = Instant::now();
     let done = assay(dir.path(), &judge);
@@ -260,7 +263,13 @@ fn a_real_small_model_judges_pybench_trajectories() {
     // What a 135M model answers is mostly no verdict: each reply is kept and counted, as a
     // verdict or as unreadable, never as a pass it did not give.
     let records = lines(&dir.path().join("eval/judgements.jsonl"));
-    assert_eq!(records.len(), 2, "one request a task");
+    // One request a task, asked again once while no reply reads.
+    for task in ["PyBench/29", "PyBench/113"] {
+        let asks: Vec<&Value> = records.iter().filter(|r| r["task_id"] == task).collect();
+        assert!((1..=2).contains(&asks.len()), "{task}: {asks:?}");
+        let read = asks.iter().any(|r| r["verdict"].is_object());
+        assert!(read || asks.len() == 2, "{task}: unread after one ask");
+    }
     for record in &records {
         assert!(record["reply"].is_string(), "{record}");
         assert!(
