@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::bounded::{run_bounded, Finished};
 use crate::child_env::{self, Inherit};
 use crate::environment::{read_marker, MARKER_FILE};
+use crate::flock::{self, LockError};
 use crate::interpreter::find_on_path;
 use crate::{cache_root, nltk, EnvStatus, Environment, Error, Marker, Result};
 
@@ -335,33 +336,18 @@ print(json.dumps(sorted(f"{d.metadata['Name']}=={d.version}" for d in md.distrib
 
 /// Holds an exclusive `flock` on `path` for as long as the returned file lives.
 fn lock(path: &Path, observer: &dyn SetupObserver) -> Result<File> {
-    use rustix::fs::{flock, FlockOperation};
     let file = File::create(path).map_err(|e| Error::io(path, e))?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    let mut told = false;
-    loop {
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(file),
-            Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
-                if !told {
-                    observer.step(
-                        "waiting for another assay process that is installing this environment",
-                    );
-                    told = true;
-                }
-                std::thread::sleep(Duration::from_millis(250));
-            }
-            Err(e) => {
-                return Err(Error::Install {
-                    step: format!("locking {}", path.display()),
-                    detail: if e == rustix::io::Errno::WOULDBLOCK {
-                        format!("still locked after {} s", LOCK_WAIT.as_secs())
-                    } else {
-                        e.to_string()
-                    },
-                })
-            }
-        }
+    let waiting =
+        || observer.step("waiting for another assay process that is installing this environment");
+    match flock::exclusive(&file, LOCK_WAIT, waiting) {
+        Ok(()) => Ok(file),
+        Err(e) => Err(Error::Install {
+            step: format!("locking {}", path.display()),
+            detail: match e {
+                LockError::TimedOut(wait) => format!("still locked after {} s", wait.as_secs()),
+                LockError::Io(e) => e.to_string(),
+            },
+        }),
     }
 }
 

@@ -20,6 +20,7 @@ pub mod bounded;
 mod cache;
 pub mod child_env;
 mod environment;
+pub mod flock;
 mod install;
 mod interpreter;
 pub mod nltk;

@@ -20,6 +20,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use assay_pyenv::flock::{self, LockError};
 use assay_pyenv::SetupObserver;
 use assay_tasks::pybench::{PyBench, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT, UPSTREAM_REPO};
 
@@ -503,31 +504,18 @@ fn lacking(data: &PyBench) -> Vec<(String, Vec<String>)> {
 /// at a time into it (a second waits, then finds the first one's checkout). A lock on the
 /// directory itself leaves nothing behind in a folder of the user's.
 fn lock(dir: &Path, observer: &dyn SetupObserver) -> Result<File, DataError> {
-    use rustix::fs::{flock, FlockOperation};
     let file = File::open(dir).map_err(|source| DataError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
-    let deadline = Instant::now() + LOCK_WAIT;
-    let mut told = false;
-    loop {
-        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => return Ok(file),
-            Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
-                if !told {
-                    observer.step("waiting for another assay process fetching PyBench's data");
-                    told = true;
-                }
-                std::thread::sleep(Duration::from_millis(250));
-            }
-            Err(rustix::io::Errno::WOULDBLOCK) => return Err(DataError::Locked(dir.into())),
-            Err(e) => {
-                return Err(DataError::Io {
-                    path: dir.to_path_buf(),
-                    source: e.into(),
-                })
-            }
-        }
+    let waiting = || observer.step("waiting for another assay process fetching PyBench's data");
+    match flock::exclusive(&file, LOCK_WAIT, waiting) {
+        Ok(()) => Ok(file),
+        Err(LockError::TimedOut(_)) => Err(DataError::Locked(dir.into())),
+        Err(LockError::Io(source)) => Err(DataError::Io {
+            path: dir.to_path_buf(),
+            source,
+        }),
     }
 }
 
