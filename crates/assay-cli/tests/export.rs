@@ -13,8 +13,9 @@ use std::process::Output;
 
 use assay_generate::prompt;
 use assay_pyenv::child_env::{self, Inherit};
-use assay_tasks::bigcodebench::{Dataset, Split, Subset, Task};
+use assay_tasks::bigcodebench::Split;
 use common::{assay_command, inspect_env, lines, pybench_data, pybench_env, read_json, text};
+use common::{fenced, hard_task as task};
 use mock::{MockServer, Reply, Route};
 use serde_json::Value;
 
@@ -81,15 +82,6 @@ fn samples_of<'a>(log: &'a Value, id: &str) -> Vec<&'a Value> {
         .iter()
         .filter(|s| s["id"] == id)
         .collect()
-}
-
-fn task(id: &str) -> Task {
-    let hard = Dataset::embedded("v0.1.4", Subset::Hard).unwrap();
-    hard.get(id).unwrap().clone()
-}
-
-fn fenced(code: &str) -> String {
-    format!("Here it is:\n\n```python\n{code}\n```\n")
 }
 
 fn assay(args: &[&str], dir: &Path) -> Output {

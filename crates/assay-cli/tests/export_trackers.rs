@@ -16,8 +16,8 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assay_pyenv::child_env::{self, Inherit};
-use assay_tasks::bigcodebench::{Dataset, Subset, Task};
 use common::{assay_command, mlflow_server_env, pybench_data, pybench_env, text, wandb_env};
+use common::{fenced, hard_task as task};
 use mock::{MockServer, Reply, Route};
 use serde_json::Value;
 
@@ -30,18 +30,6 @@ const NEEDS_SKLEARN: &str = "BigCodeBench/752";
 
 /// How long the MLflow server may take to answer `/health`.
 const SERVER_WAIT: Duration = Duration::from_secs(90);
-
-fn task(id: &str) -> Task {
-    Dataset::embedded("v0.1.4", Subset::Hard)
-        .unwrap()
-        .get(id)
-        .unwrap()
-        .clone()
-}
-
-fn fenced(code: &str) -> String {
-    format!("Here it is:\n\n```python\n{code}\n```\n")
-}
 
 fn assay(args: &[&str], dir: &Path) -> Output {
     assay_command(dir)

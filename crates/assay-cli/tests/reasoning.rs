@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Output;
 
 use common::PYBENCH_DEDUP as DEDUP;
-use common::{asked_about, assay_command, hard, lines, read_json, run_pybench, text};
+use common::{asked_about, assay_command, fenced, hard_task, lines, read_json, run_pybench, text};
 use mock::{MockServer, Reply, Route};
 use serde_json::{json, Value};
 
@@ -28,8 +28,7 @@ const DRAFT: &str = "First a draft:\n```python\ndef task_func(*args, **kwargs):\
 
 /// The reference solution as a model writes it: in a fenced block.
 fn answer(task: &str) -> String {
-    let code = hard().get(task).unwrap().reference_solution();
-    format!("Here it is:\n\n```python\n{code}\n```\n")
+    fenced(&hard_task(task).reference_solution())
 }
 
 /// A chat completion of `message`, `finish`, with usage counting 40 reasoning tokens.

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{asked_about, assay_command, assert_same_judging, hard, lines, read_json, text};
+use common::{
+    asked_about, assay_command, assert_same_judging, fenced, hard_task, lines, read_json, text,
+};
 use mock::{MockServer, Reply, Route};
 use serde_json::Value;
 
@@ -31,9 +33,9 @@ fn answer(task_id: &str, i: usize) -> String {
     let code = if i % 2 == 1 || task_id == TASKS[2] {
         "def task_func(*args, **kwargs):\n    return None".to_string()
     } else {
-        hard().get(task_id).unwrap().reference_solution()
+        hard_task(task_id).reference_solution()
     };
-    format!("Here it is:\n\n```python\n{code}\n```\n")
+    fenced(&code)
 }
 
 /// A server answering every request with `n` answers at once.

@@ -149,6 +149,16 @@ pub fn hard() -> Dataset {
     Dataset::embedded("v0.1.4", Subset::Hard).unwrap()
 }
 
+/// The Hard task `id`.
+pub fn hard_task(id: &str) -> Task {
+    hard().get(id).unwrap().clone()
+}
+
+/// `code` as a chat model answers it: in a fenced block after a sentence.
+pub fn fenced(code: &str) -> String {
+    format!("Here it is:\n\n```python\n{code}\n```\n")
+}
+
 /// The Hard task a chat request is about, found by its Complete or Instruct prompt in the
 /// first message ("" when none is).
 pub fn asked_about(body: &Value) -> String {
