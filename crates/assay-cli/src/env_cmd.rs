@@ -1,4 +1,4 @@
-//! `assay env setup` and `assay env status`.
+//! `assay env setup`, `assay env status` and `assay env path`.
 
 use std::path::PathBuf;
 
@@ -13,6 +13,12 @@ use crate::progress::Spinner;
 pub enum EnvCommand {
     /// Create (or finish) a profile's environment in the user cache. Idempotent.
     Setup {
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Print where a profile's environment is (its interpreter is DIR/bin/python), for
+    /// scripts that run a program installed in it.
+    Path {
         #[command(flatten)]
         select: Select,
     },
@@ -57,6 +63,17 @@ pub fn run(cmd: EnvCommand) -> Result<()> {
                 marker.setup_seconds,
                 data_note(&env, &marker)
             );
+            Ok(())
+        }
+        EnvCommand::Path { select } => {
+            let env = select.locate()?;
+            if !matches!(env.status(), EnvStatus::Complete(_)) {
+                anyhow::bail!(
+                    "profile `{0}` is not set up for this Python: run `assay env setup --profile {0}`",
+                    env.profile.name
+                );
+            }
+            println!("{}", env.dir.display());
             Ok(())
         }
         EnvCommand::Status { python, json } => status(python, json),

@@ -25,6 +25,15 @@ impl Provider {
         }
     }
 
+    /// The environment variable the provider's own SDK reads its base URL from, so that a
+    /// user whose shell points the SDK at a proxy or a local server points assay there too.
+    pub const fn base_url_env_var(&self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OPENAI_BASE_URL",
+            Provider::Anthropic => "ANTHROPIC_BASE_URL",
+        }
+    }
+
     /// The prefix used in a model spec (`openai:...`).
     pub fn as_str(&self) -> &'static str {
         match self {
