@@ -188,7 +188,7 @@ fn the_comparison_allows_numbers_spaces_and_elisions_only() {
     ));
     assert!(shows("wrote runs/… in … s", "wrote runs/x/y in 12.5 s"));
     assert!(shows("…: listening on …", "assay: listening on http://x"));
-    assert!(!shows("pass@1 0.9662", "pass@5 0.9662"));
+    assert!(!shows("pass@1 0.9662", "pass@k 0.9662"));
     assert!(!shows("wrote runs/… in … s", "wrote runs/x in 12 ms"));
     assert!(!shows("judged 3 tasks", "judged 3 tasks, 2 failed"));
     let page = "text\n```console\n$ assay run \\\n    --x 1\nout 1\n\n$ echo\n```\n```sh\n$ no\n```\n\
