@@ -162,7 +162,7 @@ fn normalized(line: &str) -> String {
 fn shows(shown: &str, printed: &str) -> bool {
     let shown = normalized(shown);
     let printed = normalized(printed);
-    let parts: Vec<&str> = shown.split('…').map(str::trim).collect();
+    let parts: Vec<&str> = shown.split('…').collect();
     let (first, last) = (parts[0], parts[parts.len() - 1]);
     if parts.len() == 1 {
         return printed == first;
