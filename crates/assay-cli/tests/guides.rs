@@ -257,12 +257,12 @@ fn run_guide(page: &str) {
     for (i, step) in steps.iter().enumerate() {
         let must_succeed = u8::from(!step.refused());
         script.push_str(&format!(
-            "echo '@@step {i}@@'\n{}\nstatus=$?; echo \"@@status {i} $status@@\"\n\
+            "printf '\\n@@step {i}@@\\n'\n{}\nstatus=$?; printf '\\n@@status {i} %s@@\\n' $status\n\
              if [ $status -ne 0 ] && [ {must_succeed} = 1 ]; then exit 1; fi\n",
             step.command
         ));
     }
-    script.push_str("echo '@@end@@'\n");
+    script.push_str("printf '\\n@@end@@\\n'\n");
 
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let log = tempfile::tempfile().unwrap();
@@ -316,6 +316,8 @@ fn run_guide(page: &str) {
         log.read_to_end(&mut bytes).unwrap();
         String::from_utf8_lossy(&bytes).into_owned()
     };
+    // What the page printed, for `--nocapture` (the outputs a page shows are copied from it).
+    println!("{output}");
     let segments = segments(&output);
     for (i, step) in steps.iter().enumerate() {
         let where_ = format!("{page}:{}: `{}`", step.line, step.command);
@@ -355,15 +357,14 @@ fn run_guide(page: &str) {
             );
         }
     }
-    // What the page printed, for `--nocapture` (the outputs a page shows are copied from it).
-    println!("{output}");
     assert!(
         status.is_some() && output.contains("@@end@@"),
         "{page}: the commands did not all end within {PAGE_LIMIT:?}:\n{output}"
     );
 }
 
-/// What each step printed, in order: the output between its marker and the next.
+/// What each step printed, in order: the output between its marker and the next (the markers
+/// start on a line of their own, whether or not the step's output ended its last line).
 fn segments(output: &str) -> Vec<String> {
     let mut segments: Vec<String> = Vec::new();
     for line in output.lines() {

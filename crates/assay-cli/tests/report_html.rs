@@ -1,7 +1,7 @@
 //! `assay report --html` opened in a real headless browser (Debian's chromium, installed by the
 //! test when it is missing and it may): the page loads without console errors, shows the key
 //! numbers, and renders hostile sample code and tracebacks as text. Screenshots are written
-//! under `<CARGO_TARGET_TMPDIR>/screenshots/`.
+//! where `common::browser::screenshots` says (the documentation shows `report.png`).
 
 #![allow(clippy::disallowed_methods)] // the browser is started as a user would start it
 
@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::browser::{chromium, HEADLESS};
+use common::browser::{chromium, screenshots, HEADLESS};
 use common::{assay_command, official_results, text};
 use serde_json::json;
 
@@ -81,7 +81,7 @@ fn the_html_report_loads_shows_the_numbers_and_keeps_hostile_text_as_text() {
         assert!(!html.contains(fetch), "the page refers to {fetch}");
     }
 
-    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    let shots = screenshots();
     let (dom, log) = open_in_browser(&page, &shots.join("report.png"));
     assert!(
         dom.contains("<title>assay report</title>"),

@@ -3,7 +3,8 @@
 //! headless chromium and used as a user does: the runs list, filters typed into, a sample's
 //! tests and traceback, an episode turn by turn, a diff; nothing the runs hold runs as markup,
 //! the console stays silent, and the server gives out nothing but what the runs show.
-//! Screenshots are written under `<CARGO_TARGET_TMPDIR>/screenshots/`.
+//! Screenshots are written where `common::browser::screenshots` says (the documentation shows
+//! some of them).
 
 mod common;
 #[path = "../../assay-models/tests/mock/mod.rs"]
