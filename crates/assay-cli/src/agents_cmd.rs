@@ -12,26 +12,32 @@ use crate::progress::Spinner;
 
 #[derive(Subcommand)]
 pub enum AgentsCommand {
-    /// The built-in agents: what each is, what it speaks, its pinned packages, and whether
-    /// it is installed.
+    /// List the built-in agents, and whether each is installed.
+    ///
+    /// For each: what it is, which API it speaks, and its pinned packages.
     List {
-        /// The base CPython 3.11 the agents' environments are made from.
-        #[arg(long, env = "ASSAY_PYTHON")]
+        /// The CPython 3.11 the agents' environments are built from (default: python3.11 or
+        /// python3 on PATH).
+        #[arg(long, value_name = "PATH", env = "ASSAY_PYTHON")]
         python: Option<PathBuf>,
     },
-    /// Install an agent's pinned packages into assay's cache (nothing if they are).
+    /// Install an agent's pinned packages into assay's cache (nothing to do if they are).
     Install {
-        /// A built-in agent's name, or a declaration file (`NAME.toml`).
+        /// A built-in agent's name, or a declaration file NAME.toml.
         agent: String,
-        /// The base CPython 3.11 the agents' environments are made from.
-        #[arg(long, env = "ASSAY_PYTHON")]
+        /// The CPython 3.11 the agents' environments are built from (default: python3.11 or
+        /// python3 on PATH).
+        #[arg(long, value_name = "PATH", env = "ASSAY_PYTHON")]
         python: Option<PathBuf>,
     },
-    /// Install an agent if needed and run it once in the sandbox, driven by a scripted model
-    /// through the gateway: it must run one shell command and exit cleanly. Needs no API key.
+    /// Check that an agent runs: installed if needed, then run once in the sandbox.
+    ///
+    /// A scripted model stands in for a real one, so no API key is needed: the agent must
+    /// run one shell command and exit cleanly.
     Check {
-        /// A built-in agent's name, or a declaration file (`NAME.toml`).
+        /// A built-in agent's name, or a declaration file NAME.toml.
         agent: String,
+
         #[command(flatten)]
         engine: EngineArgs,
     },

@@ -23,6 +23,25 @@ use clap::{Args, ValueEnum};
 use crate::progress::Spinner;
 use crate::secrets;
 
+/// The headings `--help` groups options under, in the words a user looks for them by.
+/// Shared argument structs name theirs; a command's own options after a flattened struct
+/// name theirs too, as clap's heading carries over to every option added after it.
+pub mod heading {
+    pub const TASKS: &str = "Tasks";
+    pub const MODEL: &str = "Model";
+    pub const MODEL_API: &str = "Model API";
+    pub const MODEL_SERVER: &str = "Local model server";
+    pub const THINKING: &str = "Thinking models";
+    pub const AGENT: &str = "Coding agent";
+    pub const EPISODES: &str = "Episodes";
+    pub const EVALUATION: &str = "Evaluation";
+    pub const JUDGING: &str = "Judging";
+    pub const SANDBOX: &str = "Sandbox";
+    pub const LIMITS: &str = "Limits";
+    pub const OUTPUT: &str = "Output";
+    pub const SHARDING: &str = "Sharding";
+}
+
 /// The prompt style.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum SplitArg {
@@ -53,19 +72,21 @@ pub enum Benchmark {
 /// Which tasks: the benchmark, its data version or file, and optionally some task ids.
 #[derive(Args)]
 pub struct DatasetArgs {
-    /// The benchmark. Always given (clap requires it), except that `assay run pybench` and
-    /// `assay eval pybench` replace the whole argument set.
+    /// The benchmark.
+    // An Option only so that `assay run pybench` and `assay eval pybench`, which replace the
+    // whole argument set, go without it: clap requires it everywhere else.
     #[arg(required = true)]
     pub benchmark: Option<Benchmark>,
-    /// Dataset version.
-    #[arg(long, default_value = VERSIONS[0], value_parser = clap::builder::PossibleValuesParser::new(VERSIONS))]
+    /// The dataset version.
+    #[arg(long, default_value = VERSIONS[0], value_parser = clap::builder::PossibleValuesParser::new(VERSIONS),
+          help_heading = heading::TASKS)]
     pub version: String,
-    /// A dataset file in the Hugging Face schema (.jsonl or .jsonl.gz) instead of an embedded
-    /// version.
-    #[arg(long)]
+    /// A dataset file to use instead of a built-in version: JSON lines in the Hugging Face
+    /// schema (.jsonl or .jsonl.gz).
+    #[arg(long, value_name = "FILE", help_heading = heading::TASKS)]
     pub dataset: Option<PathBuf>,
-    /// Only these tasks (comma-separated ids, e.g. BigCodeBench/13,BigCodeBench/15).
-    #[arg(long, value_delimiter = ',')]
+    /// Only these tasks: comma-separated ids, e.g. BigCodeBench/13,BigCodeBench/15.
+    #[arg(long, value_name = "IDS", value_delimiter = ',', help_heading = heading::TASKS)]
     pub tasks: Vec<String>,
 }
 
@@ -87,16 +108,20 @@ impl DatasetArgs {
 
 /// Which part of the tasks this machine runs, when a run is split over machines.
 #[derive(Args)]
+#[command(next_help_heading = heading::SHARDING)]
 pub struct ShardArgs {
-    /// Run only shard I of N (I from 0): tasks are dealt whole, in turn, from their sorted ids;
-    /// `assay merge` joins the shards. Default: from a Slurm array task (SLURM_ARRAY_TASK_ID
-    /// from SLURM_ARRAY_TASK_MIN, of SLURM_ARRAY_TASK_COUNT; the array one contiguous range
-    /// with step 1) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX, of --shard-count).
-    #[arg(long)]
+    /// Run only shard I of N (I counts from 0), one part of a run split over machines;
+    /// `assay merge` joins the shards.
+    ///
+    /// Tasks are dealt whole, in turn, in the order of their ids. Without --shard, a Slurm
+    /// array task runs the shard of its index in the array (which must be one range with
+    /// step 1, e.g. --array=0-7), and a pod of a Kubernetes Indexed Job the shard of its
+    /// JOB_COMPLETION_INDEX (with --shard-count). See
+    /// https://assay-eval.github.io/assay/guides/many-machines/.
+    #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
-    /// How many shards a Kubernetes Indexed Job has (its `completions`), for
-    /// JOB_COMPLETION_INDEX.
-    #[arg(long, env = "ASSAY_SHARD_COUNT")]
+    /// The number of shards of a Kubernetes Indexed Job (its `completions`).
+    #[arg(long, value_name = "N", env = "ASSAY_SHARD_COUNT")]
     pub shard_count: Option<u32>,
 }
 
@@ -178,19 +203,24 @@ impl ShardArgs {
 
 /// Where a run's files go.
 #[derive(Args)]
+#[command(next_help_heading = heading::OUTPUT)]
 pub struct RunDirArgs {
-    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>). Rerunning the
-    /// same command resumes it: nothing answered or judged is asked or run again.
-    #[arg(long)]
+    /// The run directory (default: runs/<benchmark>-<version>-<split>-<model>).
+    ///
+    /// The same command run again resumes it: nothing already answered or judged is asked or
+    /// run again.
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }
 
 /// How code runs, beyond the sandbox.
 #[derive(Args)]
 pub struct SemanticsArgs {
-    /// Run code without the official harness's process guards (os.kill limited to the code's
-    /// own subprocesses, commands mentioning `kill` skipped, exec ignored...). Some official
-    /// verdicts depend on them: a multiprocessing pool never exits under them, for one.
+    /// Run code without the official harness's process guards.
+    ///
+    /// The guards let the code kill only its own subprocesses, skip shell commands that
+    /// mention `kill`, ignore exec, and so on. Some official verdicts depend on them: a
+    /// multiprocessing pool never exits under them, for one.
     #[arg(long)]
     pub no_official_guards: bool,
 }
@@ -205,12 +235,13 @@ impl SemanticsArgs {
 /// Which environment a command works with.
 #[derive(Args, Clone)]
 pub struct Select {
-    /// The pinned package set: `bigcodebench`, `test` or `pybench` (PyBench always runs in
-    /// `pybench`).
-    #[arg(long, default_value_t = Profile::default_profile().name.to_string())]
+    /// The pinned Python package set evaluated code runs with: `bigcodebench`, `test` or
+    /// `pybench` (PyBench always uses `pybench`).
+    #[arg(long, value_name = "PROFILE", default_value_t = Profile::default_profile().name.to_string())]
     pub profile: String,
-    /// The base CPython 3.11 to build the environment from (default: python3.11 or python3 on PATH).
-    #[arg(long, env = "ASSAY_PYTHON")]
+    /// The CPython 3.11 to build the environment from (default: python3.11 or python3 on
+    /// PATH).
+    #[arg(long, value_name = "PATH", env = "ASSAY_PYTHON")]
     pub python: Option<PathBuf>,
 }
 
@@ -244,84 +275,100 @@ pub enum Isolation {
     Strict,
 }
 
+/// How the sandbox runs evaluated code. Its options are listed last where it is flattened:
+/// their heading carries over to whatever comes after.
 #[derive(Args, Clone)]
+#[command(next_help_heading = heading::SANDBOX)]
 pub struct EngineArgs {
-    #[command(flatten)]
-    pub select: Select,
-    #[arg(long, value_enum, default_value_t = Isolation::Auto)]
-    pub isolation: Isolation,
-    /// CPU slots: jobs computing at once (default: the number of CPUs). A job that waits
-    /// (sleeps, blocks on a subprocess or a socket) lends its slot to the next one.
-    #[arg(long)]
+    /// CPU slots: jobs computing at once (default: the number of CPUs).
+    ///
+    /// A job that waits (sleeps, or blocks on a subprocess or a socket) lends its slot to the
+    /// next one.
+    #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Jobs at once at most, counting those that lent their slot (default: 8 x --jobs;
-    /// equal to --jobs: no lending).
-    #[arg(long)]
+    /// Jobs at once at most, counting those that lent their slot (default: 8 x --jobs; equal
+    /// to --jobs: no lending).
+    #[arg(long, value_name = "N")]
     pub max_jobs: Option<usize>,
-    /// Worker processes that fork the jobs (default: one per 8 --jobs). Each forks one job at
-    /// a time, about 60 a second, from an interpreter holding the preloaded libraries, and
-    /// holds its own copy of them in memory.
-    #[arg(long)]
+    /// Worker processes that start the jobs (default: one per 8 --jobs).
+    ///
+    /// Each starts about 60 jobs a second, from a Python with the benchmark's libraries
+    /// already imported, and holds its own copy of them in memory.
+    #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
-    /// Give evaluated code the host's network (off: a private network with loopback only).
+    /// How strictly evaluated code is isolated.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Isolation::Auto)]
+    pub isolation: Isolation,
+    /// Give evaluated code the host's network (default: a private network with loopback
+    /// only).
     #[arg(long)]
     pub allow_network: bool,
-    /// The order in which evaluated code's directory listings (os.listdir, os.scandir, glob,
-    /// os.walk, pathlib) come: by a keyed hash of each name, arbitrary as on the official
-    /// image's ext4 disk but the same on every machine (docs/parity.md says why); by name; or
-    /// the filesystem's own (a tmpfs lists newest first).
-    #[arg(long, value_enum, default_value_t = Listing::Hashed)]
+    /// The order in which evaluated code sees a directory's entries (os.listdir, os.scandir,
+    /// glob, os.walk, pathlib).
+    #[arg(long, value_enum, value_name = "ORDER", default_value_t = Listing::Hashed)]
     pub listing_order: Listing,
+    #[command(flatten)]
+    pub select: Select,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Listing {
+    /// By a keyed hash of each name: as arbitrary as on the official image's disk, but the
+    /// same on every machine (https://assay-eval.github.io/assay/parity/ says why).
     Hashed,
+    /// By name.
     Name,
+    /// The filesystem's own order (a tmpfs lists newest first).
     Kernel,
 }
 
 /// How samples are judged: what `assay eval` and `assay run` share.
 #[derive(Args)]
+#[command(next_help_heading = heading::EVALUATION)]
 pub struct JudgingArgs {
+    /// One time limit for every sample, in seconds (240 is the official harness's).
+    ///
+    /// Default: a budget per task, from the time its reference solution takes on this
+    /// machine (https://assay-eval.github.io/assay/concepts/time-budgets/).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Memory limit per sample, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 8192)]
+    pub memory: u64,
     /// Run solutions as given, without the official calibration prefix.
     #[arg(long)]
     pub no_calibrate: bool,
-    /// One time limit for every sample, in seconds (`--timeout 240` is the official policy).
-    /// Default: a budget per task from its reference solution's time here (docs/parity.md).
-    #[arg(long)]
-    pub timeout: Option<f64>,
-    /// Memory limit per sample, in MiB.
-    #[arg(long, default_value_t = 8192)]
-    pub memory: u64,
-    #[command(flatten)]
-    pub semantics: SemanticsArgs,
-    /// Judge samples that gamed their tests (skipped them, patched unittest, ended a test
-    /// early...) as the official harness does, from failures and errors alone, instead of
-    /// `fail`; they are still counted and named. For exact parity studies.
+    /// Judge samples that gamed their tests as the official harness does.
+    ///
+    /// A sample that skips its tests, patches unittest or ends a test early fails by default.
+    /// With this flag it is judged from its failures and errors alone, as the official
+    /// harness judges it (and is still counted and named). For exact parity studies.
     #[arg(long)]
     pub gamed_as_official: bool,
     #[command(flatten)]
-    pub engine: EngineArgs,
-    /// After judging, run every judged sample N more times, each round changing one condition
-    /// its verdict ought not to depend on (round 1: another directory listing order, 2: other
-    /// random seeds, 3: other timing and CPU load, then again with new values), and report the
-    /// samples whose verdict changed, with what changed it, and pass@1's range.
+    pub semantics: SemanticsArgs,
+    /// After judging, run every sample N more times under changed conditions, and report the
+    /// verdicts that changed.
+    ///
+    /// Each round changes one condition a verdict ought not to depend on (round 1: the
+    /// directory listing order, 2: the random seeds, 3: timing and CPU load; then again with
+    /// new values). The report names the samples whose verdict changed and what changed it,
+    /// and gives pass@1's range.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub stability: u32,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// Which model answers, and how it is asked.
 #[derive(Args)]
+#[command(next_help_heading = heading::MODEL)]
 pub struct ModelArgs {
-    /// `openai:MODEL` (OPENAI_API_KEY; with --base-url any OpenAI-compatible server),
-    /// `anthropic:MODEL` (ANTHROPIC_API_KEY) or `reference` (the canonical solutions).
+    /// The model that answers: `openai:NAME` (key in OPENAI_API_KEY; any OpenAI-compatible
+    /// server with --base-url), `anthropic:NAME` (ANTHROPIC_API_KEY), or `reference` (the
+    /// reference solutions).
     #[arg(long)]
     pub model: Option<String>,
-    /// A base model: continue the Complete prompt through the completions endpoint, with the
-    /// official direct-completion stop strings (Complete split only).
-    #[arg(long)]
-    pub direct_completion: bool,
     /// The prompt style.
     #[arg(long, value_enum, default_value_t = SplitArg::Complete)]
     pub split: SplitArg,
@@ -329,16 +376,20 @@ pub struct ModelArgs {
     #[arg(short = 'n', long = "n-samples", default_value_t = 1)]
     pub n: u32,
     /// Sampling temperature (default: 0 for one answer, 0.8 for several).
-    #[arg(long)]
+    #[arg(long, value_name = "T")]
     pub temperature: Option<f64>,
-    /// Nucleus sampling (default: 0.95 when sampling, not sent when greedy).
-    #[arg(long)]
+    /// Nucleus sampling's top_p (default: 0.95 when sampling; not sent when greedy).
+    #[arg(long, value_name = "P")]
     pub top_p: Option<f64>,
     /// Token limit per answer (default: 1280, the official one).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
+    /// For a base model: continue the Complete prompt through the completions endpoint, with
+    /// the official stop strings (Complete split only).
+    #[arg(long)]
+    pub direct_completion: bool,
     /// Requests in flight at most.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, value_name = "N", default_value_t = 8)]
     pub concurrency: usize,
     #[command(flatten)]
     pub api: ApiArgs,
@@ -346,36 +397,37 @@ pub struct ModelArgs {
 
 /// How a model's API is reached: every command that calls a model takes these.
 #[derive(Args)]
+#[command(next_help_heading = heading::MODEL_API)]
 pub struct ApiArgs {
-    /// The server's base URL: for openai including `/v1` (e.g. http://localhost:8000/v1 for
-    /// vLLM), for anthropic without it. Default: OPENAI_BASE_URL or ANTHROPIC_BASE_URL if
-    /// set (as the providers' SDKs read them), else the provider's API.
-    #[arg(long)]
+    /// The API's base URL: for an OpenAI-compatible server with `/v1` (e.g.
+    /// http://localhost:8000/v1 for vLLM), for Anthropic without (default: OPENAI_BASE_URL or
+    /// ANTHROPIC_BASE_URL when set, as the providers' SDKs read them, else the provider's API).
+    #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Seconds one HTTP attempt may take.
-    #[arg(long, default_value_t = 300.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
     pub request_timeout: f64,
-    /// Attempts after the first on rate limits, server errors, timeouts and broken connections.
-    #[arg(long, default_value_t = 6)]
+    /// Retries after a rate limit, a server error, a timeout or a broken connection.
+    #[arg(long, value_name = "N", default_value_t = 6)]
     pub retries: u32,
+    /// Fields to add to every request body: a JSON object, or @FILE holding one.
+    ///
+    /// For a server's own sampling settings that would otherwise apply unseen (`top_k`,
+    /// `min_p`, `repetition_penalty`, `seed`), `chat_template_kwargs` for vLLM and SGLang, or
+    /// a provider's own fields. They are part of the run's identity. A field assay sends
+    /// itself is replaced only when --extra-body-replaces names it.
+    #[arg(long, value_name = "JSON|@FILE", value_parser = extra_body)]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Fields of --extra-body that replace those assay sends itself (`temperature`, `top_p`,
+    /// `max_tokens`, `stop`...): the run is then not what assay's own settings say.
+    #[arg(long, value_name = "KEY", value_delimiter = ',')]
+    pub extra_body_replaces: Vec<String>,
     #[command(flatten)]
     pub provider: ProviderArgs,
     #[command(flatten)]
     pub serve: ServeArgs,
     #[command(flatten)]
     pub reasoning: ReasoningArgs,
-    /// Fields added to every request body, as a JSON object or @FILE holding one: a server's
-    /// own sampling settings that would otherwise apply silently (`top_k`, `min_p`,
-    /// `repetition_penalty`, `seed`), `chat_template_kwargs` for vLLM and SGLang, provider
-    /// fields. Part of the run's identity. Fields assay sends itself need
-    /// --extra-body-replaces.
-    #[arg(long, value_name = "JSON|@FILE", value_parser = extra_body)]
-    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Fields of --extra-body that replace what assay itself sends (`temperature`, `top_p`,
-    /// `max_tokens`, `stop`...), named on purpose: the run then is not what assay's own
-    /// settings say.
-    #[arg(long, value_name = "KEY", value_delimiter = ',')]
-    pub extra_body_replaces: Vec<String>,
 }
 
 /// `--extra-body` as given: a JSON object inline, or in the file after `@`.
@@ -445,23 +497,31 @@ impl ApiArgs {
 /// How a reasoning model is asked to think, and how its thinking is told from its answers:
 /// every command that calls a model takes these.
 #[derive(Args)]
+#[command(next_help_heading = heading::THINKING)]
 pub struct ReasoningArgs {
-    /// OpenAI and compatible servers: how hard a reasoning model thinks, sent as
-    /// `reasoning_effort` (none, minimal, low, medium, high or xhigh; each model takes some).
+    /// How hard a reasoning model thinks, on OpenAI and compatible servers: none, minimal,
+    /// low, medium, high or xhigh (each model takes some of them).
     #[arg(long, value_name = "EFFORT", value_parser = effort)]
     pub reasoning_effort: Option<Effort>,
-    /// Anthropic: extended thinking with this many tokens to think (at least 1024), on top of
-    /// the answer's --max-tokens. The temperature is not sent with it (Anthropic allows none).
+    /// Extended thinking for Anthropic models, with this many tokens to think (at least
+    /// 1024).
+    ///
+    /// They come on top of the answer's --max-tokens. No temperature is sent with it:
+    /// Anthropic allows none.
     #[arg(long, value_name = "TOKENS")]
     pub thinking_budget: Option<u32>,
-    /// Whether the model takes OpenAI's reasoning-model requests (no temperature, top_p or
-    /// token limit sent), when its name does not say (o1, o3, o4, gpt-5 and *-reasoner do).
+    /// Whether the model is one of OpenAI's reasoning models, which take no temperature,
+    /// top_p or token limit, when its name does not say (o1, o3, o4, gpt-5 and *-reasoner
+    /// names do).
     #[arg(long, value_enum, value_name = "YES|NO")]
     pub reasoning_model: Option<YesNo>,
-    /// The tags a model writes its thinking between, set apart from its answer before it is
-    /// judged: OPEN,CLOSE pairs separated by `;` (`,</think>` when the chat template opens the
-    /// thinking), or `none`. Default: the forms open models use (<think>, <thinking>,
-    /// <|begin_of_thought|>, ◁think▷, <seed:think>, [THINK]).
+    /// The tags a model writes its thinking between: the thinking is set apart from the
+    /// answer before the answer is judged.
+    ///
+    /// OPEN,CLOSE pairs separated by `;` (`,</think>` when the chat template opens the
+    /// thinking itself), or `none`. Default: the forms open models use (<think>, <thinking>,
+    /// <|begin_of_thought|>, ◁think▷, <seed:think>, [THINK]). See
+    /// https://assay-eval.github.io/assay/guides/thinking-models/.
     #[arg(long, value_name = "OPEN,CLOSE", value_parser = think_tags)]
     pub think_tags: Option<ThinkTags>,
 }
@@ -498,12 +558,15 @@ impl ReasoningArgs {
 
 /// A model server assay starts for the run: every command that calls a model takes these.
 #[derive(Args)]
+#[command(next_help_heading = heading::MODEL_SERVER)]
 pub struct ServeArgs {
-    /// Start this model server for the run, and stop it when the run ends, fails or is
-    /// interrupted (e.g. "vllm serve Qwen/Qwen2.5-Coder-7B-Instruct --port 8000"). Split as a
-    /// shell splits it (leading NAME=value words set variables), run without a shell in a
-    /// process group of its own, without the API keys; its output goes to the run directory's
-    /// server.log. It is reached at --base-url, or at the --port its command names.
+    /// Start this model server for the run, e.g. "vllm serve Qwen/Qwen2.5-Coder-7B-Instruct
+    /// --port 8000"; it is stopped when the run ends, fails or is interrupted.
+    ///
+    /// The command is split into words as a shell splits it (leading NAME=value words set
+    /// variables) and run without a shell and without the API keys; its output goes to
+    /// server.log in the run directory. assay reaches it at --base-url, or at the --port its
+    /// command names. See https://assay-eval.github.io/assay/guides/local-model/.
     #[arg(long, value_name = "COMMAND")]
     pub serve: Option<String>,
     /// Seconds the server may take to load its model and list it at /models.
@@ -525,17 +588,20 @@ impl ServeArgs {
 /// What a model's provider allows and charges: every command that calls a model takes these.
 #[derive(Args)]
 pub struct ProviderArgs {
-    /// Requests a minute at most, retries included, spread evenly over the minute (the
-    /// provider's requests-per-minute limit).
+    /// Requests a minute at most (the provider's limit), retries included, spread evenly
+    /// over the minute.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub rpm: Option<u32>,
-    /// Tokens a minute at most (the provider's tokens-per-minute limit): a request counts its
-    /// prompt (estimated as characters / 4) and its token limit per answer until its answer
-    /// reports what it used.
+    /// Tokens a minute at most (the provider's limit).
+    ///
+    /// A request counts its prompt (estimated at 4 characters a token) and its token limit
+    /// until its answer says what it used.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub tpm: Option<u64>,
-    /// US dollars per million prompt tokens: the cost goes in the manifest, summary.json and
-    /// the summary printed at the end (with --price-out).
+    /// US dollars per million prompt tokens, to report the cost (with --price-out).
+    ///
+    /// The cost goes in the run's manifest and summary, and in the summary printed at the
+    /// end.
     #[arg(long, value_name = "USD", requires = "price_out", value_parser = price)]
     pub price_in: Option<f64>,
     /// US dollars per million completion tokens (with --price-in).

@@ -7,7 +7,7 @@ use anyhow::Result;
 use assay_pipeline::check::{check, CheckRequest};
 use clap::Args;
 
-use crate::args::{DatasetArgs, EngineArgs, SemanticsArgs};
+use crate::args::{heading, DatasetArgs, EngineArgs, SemanticsArgs};
 use crate::print;
 use crate::progress::Progress;
 
@@ -15,15 +15,15 @@ use crate::progress::Progress;
 pub struct CheckArgs {
     #[command(flatten)]
     pub tasks: DatasetArgs,
-    /// Also write `pass_at_k.json` (official `gt_pass_rate` and `failed_tasks`) and
-    /// `summary.json` into this directory.
-    #[arg(long)]
+    #[command(flatten, next_help_heading = heading::EVALUATION)]
+    pub semantics: SemanticsArgs,
+    /// Also write pass_at_k.json (the official `gt_pass_rate` and `failed_tasks`) and
+    /// summary.json into this directory.
+    #[arg(long, value_name = "DIR", help_heading = heading::OUTPUT)]
     pub out: Option<PathBuf>,
     /// Print the summary as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,
-    #[command(flatten)]
-    pub semantics: SemanticsArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

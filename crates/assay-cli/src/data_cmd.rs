@@ -13,8 +13,7 @@ use crate::progress::Spinner;
 
 #[derive(Subcommand)]
 pub enum DataCommand {
-    /// Fetch PyBench's data with git: upstream's repository, which has no license (for
-    /// evaluation only).
+    /// Fetch PyBench's data with git (it has no license: for evaluation only).
     ///
     /// Checks out github.com/Mercury7353/PyBench at the commit assay's checks were written
     /// against (fa90fae) into assay's cache, where `assay run pybench` and `assay eval
@@ -27,7 +26,8 @@ pub enum DataCommand {
 
 #[derive(Args)]
 pub struct PybenchArgs {
-    /// Check it out into DIR (new or empty) instead of assay's cache; then pass --data DIR.
+    /// Check it out into DIR (new or empty) instead of assay's cache; then pass --data DIR to
+    /// the PyBench commands.
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,
     /// The git remote to fetch from: any URL or path git accepts (https://, git://, ssh://,
@@ -37,9 +37,12 @@ pub struct PybenchArgs {
     // take an empty variable for an empty remote.
     #[arg(long, value_name = "URL")]
     pub from: Option<String>,
-    /// The commit to fetch, as a full 40-digit SHA-1. assay's checks were written against
-    /// the default, upstream's fa90fae; another (a fork's, a rebuilt mirror's) is checked out
-    /// in its own folder, named by the commit, which a run records as its data.
+    /// The commit to fetch, as a full 40-digit SHA-1: by default upstream's, which assay's
+    /// checks were written against.
+    ///
+    /// Another commit (a fork's, a rebuilt mirror's) is checked out in a folder of its own,
+    /// named by the commit, which a run records as its data.
+
     #[arg(long, value_name = "SHA", default_value = UPSTREAM_COMMIT)]
     pub commit: String,
 }

@@ -11,7 +11,11 @@ use crate::progress::Spinner;
 
 #[derive(Subcommand)]
 pub enum EnvCommand {
-    /// Create (or finish) a profile's environment in the user cache. Idempotent.
+    /// Set up a profile's Python environment in assay's cache, or finish one cut short.
+    ///
+    /// Commands that run code set up the environment they need themselves; this does it
+    /// ahead of time, e.g. before going offline. Run again, it finds the environment ready
+    /// and does nothing.
     Setup {
         #[command(flatten)]
         select: Select,
@@ -24,8 +28,9 @@ pub enum EnvCommand {
     },
     /// Show which profiles are installed for the chosen interpreter, and where.
     Status {
-        /// The interpreter whose environments to show.
-        #[arg(long, env = "ASSAY_PYTHON")]
+        /// The CPython 3.11 whose environments to show (default: python3.11 or python3 on
+        /// PATH).
+        #[arg(long, value_name = "PATH", env = "ASSAY_PYTHON")]
         python: Option<PathBuf>,
         /// Print JSON instead of a table.
         #[arg(long)]

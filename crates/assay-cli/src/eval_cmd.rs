@@ -7,14 +7,16 @@ use anyhow::Result;
 use assay_pipeline::eval::{eval, EvalRequest};
 use clap::Args;
 
-use crate::args::{DatasetArgs, JudgingArgs, RunDirArgs, ShardArgs, SplitArg};
+use crate::args::{heading, DatasetArgs, JudgingArgs, RunDirArgs, ShardArgs, SplitArg};
 use crate::print;
 use crate::progress::Progress;
 
 /// The other benchmark, with its own options.
 #[derive(clap::Subcommand)]
 pub enum PybenchEval {
-    /// PyBench: recorded trajectories (and their output files) judged by the unit checks.
+    /// Judge recorded PyBench trajectories, and their output files, by the unit checks.
+    ///
+    /// The same command resumes the run. See https://assay-eval.github.io/assay/pybench/.
     Pybench(crate::pybench_cmd::EvalArgs),
 }
 
@@ -25,22 +27,23 @@ pub struct EvalArgs {
     pub pybench: Option<PybenchEval>,
     #[command(flatten)]
     pub tasks: DatasetArgs,
-    #[command(flatten)]
-    pub shard: ShardArgs,
-    /// Samples in the official format: JSON lines with `task_id` and `solution` (or
+    /// The samples, in the official format: JSON lines with `task_id` and `solution` (or
     /// `completion`), any number per task.
-    #[arg(long, required = true)]
+    // An Option only so that `assay eval pybench` goes without it.
+    #[arg(long, value_name = "FILE", required = true)]
     pub samples: Option<PathBuf>,
     /// The prompt style the samples answer (default: from the file name, else complete).
     #[arg(long, value_enum)]
     pub split: Option<SplitArg>,
     #[command(flatten)]
+    pub judging: JudgingArgs,
+    #[command(flatten)]
     pub run_dir: RunDirArgs,
     /// Print the summary as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,
     #[command(flatten)]
-    pub judging: JudgingArgs,
+    pub shard: ShardArgs,
 }
 
 pub async fn run(args: EvalArgs) -> Result<i32> {

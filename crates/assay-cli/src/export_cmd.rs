@@ -22,40 +22,51 @@ use crate::secrets;
 /// Inspect's default log directory, where `inspect view` looks when given none.
 const INSPECT_LOG_DIR: &str = "logs";
 
+/// `--help`'s headings: one per destination.
+const INSPECT: &str = "Inspect AI";
+const MLFLOW: &str = "MLflow";
+const WANDB: &str = "Weights & Biases";
+const TRACKERS: &str = "MLflow and Weights & Biases";
+
 #[derive(Args)]
 pub struct ExportArgs {
-    /// Run directories: of `assay eval` or `assay run` (BigCodeBench), or of `assay run
+    /// Run directories: of `assay run` or `assay eval` (BigCodeBench), or of `assay run
     /// pybench` or `assay eval pybench`.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
-    /// Where to: an Inspect log, or an MLflow or Weights & Biases run per assay run.
-    #[arg(long, visible_alias = "format", value_enum)]
+    /// Where to: an Inspect AI log, or an MLflow or Weights & Biases run per assay run.
+    #[arg(long, visible_alias = "format", value_enum, value_name = "DEST")]
     pub to: Destination,
-    /// Inspect: where. A file, a folder (the log gets the name Inspect would give it there: a
-    /// `<time>_<task>_<id>.json` that `inspect view --log-dir FOLDER` lists), or `-` for
-    /// standard output. Default: ./logs/, Inspect's own default, which `inspect view` opens.
-    #[arg(long)]
+    /// Where the log goes: a file, a folder, or `-` for standard output (default: ./logs/,
+    /// where `inspect view` looks).
+    ///
+    /// In a folder the log gets the name Inspect would give it, `<time>_<task>_<id>.json`,
+    /// which `inspect view --log-dir FOLDER` lists.
+    #[arg(long, value_name = "PATH", help_heading = INSPECT)]
     pub out: Option<PathBuf>,
-    /// MLflow: the tracking server (`http://host:5000`, `databricks`) or a local store
+    /// The tracking server (`http://host:5000`, `databricks`) or a local store
     /// (`sqlite:///mlflow.db`).
-    #[arg(long, env = "MLFLOW_TRACKING_URI")]
+    #[arg(long, value_name = "URI", env = "MLFLOW_TRACKING_URI", help_heading = MLFLOW)]
     pub tracking_uri: Option<String>,
-    /// MLflow: the experiment the runs go in (made when it does not exist).
-    #[arg(long, env = "MLFLOW_EXPERIMENT_NAME", default_value = "assay")]
+    /// The experiment the runs go in (created if it does not exist).
+    #[arg(long, value_name = "NAME", env = "MLFLOW_EXPERIMENT_NAME", default_value = "assay",
+          help_heading = MLFLOW)]
     pub experiment: String,
-    /// Weights & Biases: the project. Offline with WANDB_MODE=offline (no account needed),
-    /// to `wandb sync` later.
-    #[arg(long, env = "WANDB_PROJECT", default_value = "assay")]
+    /// The project. Set WANDB_MODE=offline to export without an account, and `wandb sync`
+    /// later.
+    #[arg(long, value_name = "NAME", env = "WANDB_PROJECT", default_value = "assay",
+          help_heading = WANDB)]
     pub project: String,
-    /// Weights & Biases: the team or user (default: the account's own).
-    #[arg(long, env = "WANDB_ENTITY")]
+    /// The team or user (default: the account's own).
+    #[arg(long, value_name = "NAME", env = "WANDB_ENTITY", help_heading = WANDB)]
     pub entity: Option<String>,
-    /// MLflow, Weights & Biases: the most seconds the upload may take, all runs together.
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
+    /// The most seconds the upload may take, all runs together.
+    #[arg(long, value_name = "SECS", default_value_t = 600,
+          value_parser = clap::value_parser!(u64).range(1..), help_heading = TRACKERS)]
     pub timeout: u64,
-    /// MLflow, Weights & Biases: the base CPython 3.11 to build the tracker's environment
-    /// from (default: python3.11 or python3 on PATH).
-    #[arg(long, env = "ASSAY_PYTHON")]
+    /// The CPython 3.11 to build the tracker client's environment from (default: python3.11
+    /// or python3 on PATH).
+    #[arg(long, value_name = "PATH", env = "ASSAY_PYTHON", help_heading = TRACKERS)]
     pub python: Option<PathBuf>,
 }
 

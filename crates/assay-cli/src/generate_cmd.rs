@@ -8,7 +8,7 @@ use assay_pipeline::generate::{generate_only, GenerateRequest};
 use clap::Args;
 use serde_json::json;
 
-use crate::args::{DatasetArgs, ModelArgs, RunDirArgs, ShardArgs};
+use crate::args::{heading, DatasetArgs, ModelArgs, RunDirArgs, ShardArgs};
 use crate::progress::Progress;
 use crate::secrets;
 
@@ -16,18 +16,19 @@ use crate::secrets;
 pub struct GenerateArgs {
     #[command(flatten)]
     pub tasks: DatasetArgs,
-    #[command(flatten)]
-    pub shard: ShardArgs,
+    /// The CPython 3.11 that checks the answers' syntax while they are sanitized (default:
+    /// python3.11 or python3 on PATH).
+    #[arg(long, value_name = "PATH", env = "ASSAY_PYTHON")]
+    pub python: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]
     pub run_dir: RunDirArgs,
-    /// The CPython 3.11 that checks syntax while sanitizing (default: python3.11 or python3).
-    #[arg(long, env = "ASSAY_PYTHON")]
-    pub python: Option<PathBuf>,
     /// Print the outcome as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,
+    #[command(flatten)]
+    pub shard: ShardArgs,
 }
 
 pub async fn run(args: GenerateArgs) -> Result<i32> {

@@ -10,15 +10,19 @@ use assay_pipeline::pybench_judge::{judge_pybench, JudgePybench, Reference};
 use assay_records::JudgePrompt;
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::args::ApiArgs;
+use crate::args::{heading, ApiArgs};
 use crate::print;
 use crate::progress::Progress;
 
 /// What can be judged.
 #[derive(Subcommand)]
 pub enum JudgeCommand {
-    /// A PyBench run or evaluation directory, pair by pair against a reference's
-    /// trajectories, with upstream's judge prompts.
+    /// Judge a PyBench run with an LLM, episode by episode against a reference run.
+    ///
+    /// With upstream's judge prompts: gives PyBench's "Pass Rate (LLM)", win/tie/lose
+    /// against the reference, and how far the judge agrees with the unit checks, and with
+    /// itself when a pair comes the other way round. See
+    /// https://assay-eval.github.io/assay/pybench/.
     Pybench(Box<PybenchJudgeArgs>),
 }
 
@@ -42,42 +46,49 @@ pub enum OrdersArg {
 
 #[derive(Args)]
 pub struct PybenchJudgeArgs {
-    /// The run directory (`assay run pybench` or `assay eval pybench`).
+    /// The run directory to judge (of `assay run pybench` or `assay eval pybench`).
     pub run: PathBuf,
-    /// The judge: `openai:MODEL` (OPENAI_API_KEY; with --base-url any OpenAI-compatible
-    /// server) or `anthropic:MODEL` (ANTHROPIC_API_KEY). The paper's was gpt-4o-2024-05-13.
-    #[arg(long)]
+    /// The judge model: `openai:NAME` (key in OPENAI_API_KEY; any OpenAI-compatible server
+    /// with --base-url) or `anthropic:NAME` (ANTHROPIC_API_KEY). The paper's was
+    /// gpt-4o-2024-05-13.
+    #[arg(long, value_name = "MODEL", help_heading = heading::JUDGING)]
     pub judge: String,
-    /// Agent1's trajectories: another PyBench run directory, or `replay:FILE` (an
-    /// upstream-format trajectory file). Default: the data folder's trajectory.jsonl,
-    /// upstream's GPT-3.5 recording (the paper's Agent1).
-    #[arg(long, value_name = "RUN|replay:FILE")]
+    /// The run to compare with (the paper's Agent1): another PyBench run directory, or
+    /// `replay:FILE` (a trajectory file in upstream's format).
+    ///
+    /// Default: the data folder's trajectory.jsonl, upstream's GPT-3.5 recording.
+    #[arg(long, value_name = "RUN|replay:FILE", help_heading = heading::JUDGING)]
     pub reference: Option<String>,
-    /// The data folder whose trajectory.jsonl is the default reference. Default:
-    /// $ASSAY_PYBENCH_DATA, else the folder the run was made with.
-    #[arg(long, env = "ASSAY_PYBENCH_DATA")]
+    /// The data folder whose trajectory.jsonl is the default reference (default: the folder
+    /// the run was made with).
+    #[arg(long, value_name = "DIR", env = "ASSAY_PYBENCH_DATA", help_heading = heading::JUDGING)]
     pub data: Option<PathBuf>,
     /// Which of upstream's judge prompts.
-    #[arg(long, value_enum, default_value_t = PromptArg::Winlose)]
+    #[arg(long, value_enum, default_value_t = PromptArg::Winlose, help_heading = heading::JUDGING)]
     pub prompt: PromptArg,
     /// Which orders each pair is judged in.
-    #[arg(long, value_enum, default_value_t = OrdersArg::Both)]
+    #[arg(long, value_enum, default_value_t = OrdersArg::Both, help_heading = heading::JUDGING)]
     pub orders: OrdersArg,
     /// Token limit of a verdict (upstream's 1000; a thinking judge needs more).
-    #[arg(long, default_value_t = assay_agent::pybench::judge::MAX_TOKENS)]
+    #[arg(long, value_name = "N", default_value_t = assay_agent::pybench::judge::MAX_TOKENS,
+          help_heading = heading::JUDGING)]
     pub max_tokens: u32,
-    /// How many times a reply that cannot be read (even with a language tag or trailing
-    /// commas forgiven) is asked again before it counts as unreadable. Upstream asked again
-    /// on each rerun of its script, as often as it was rerun.
-    #[arg(long, default_value_t = assay_agent::pybench::judge::REASKS)]
+    /// How many times to ask again for a verdict that cannot be read, before it counts as
+    /// unreadable.
+    ///
+    /// Replies are read forgivingly (a language tag or trailing commas are fine). Upstream
+    /// asked again on each rerun of its script, as often as it was rerun.
+    #[arg(long, value_name = "N", default_value_t = assay_agent::pybench::judge::REASKS,
+          help_heading = heading::JUDGING)]
     pub reasks: u32,
     /// Judge requests in flight at most (fewer while the server answers 429 or 503).
-    #[arg(long, default_value_t = NonZeroUsize::new(8).expect("8 is not 0"))]
+    #[arg(long, value_name = "N", default_value_t = NonZeroUsize::new(8).expect("8 is not 0"),
+          help_heading = heading::JUDGING)]
     pub concurrency: NonZeroUsize,
     #[command(flatten)]
     pub api: ApiArgs,
     /// Print the judging's figures as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,
 }
 

@@ -30,67 +30,90 @@ use clap::{Parser, Subcommand};
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("ASSAY_COMMIT"), ")");
 
 #[derive(Parser)]
-#[command(name = "assay", version = VERSION, about, long_about = None)]
+#[command(name = "assay", version = VERSION, about, long_about = None,
+          after_help = "Documentation: https://assay-eval.github.io/assay/")]
 struct Cli {
-    /// More log output (repeat for more); `RUST_LOG` overrides.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    /// Log more (-vv: even more); RUST_LOG overrides.
+    // Listed after each command's own options, which matter more to it.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, display_order = 900)]
     verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
 
+/// The commands, most used first: clap lists them in this order. The first paragraph of each
+/// is its line in `assay --help`; the rest shows in its own `--help`.
 #[derive(Subcommand)]
 enum Command {
-    /// Coding agents as the solver (Codex, Claude Code, mini-swe-agent, or your own
-    /// declaration): list them, install them (pinned, into assay's cache), check one runs.
-    #[command(subcommand)]
-    Agents(agents_cmd::AgentsCommand),
-    /// Run the reference solutions: which tasks this environment can pass at all, and why
-    /// the others fail (the official ground-truth check). Results are cached.
-    Check(check_cmd::CheckArgs),
-    /// Fetch a benchmark's data that assay cannot ship: `assay data pybench` checks PyBench's
-    /// repository (no license: evaluation only) out into assay's cache.
-    #[command(subcommand)]
-    Data(data_cmd::DataCommand),
-    /// Manage the isolated Python environments evaluated code runs in.
-    #[command(subcommand)]
-    Env(env_cmd::EnvCommand),
-    /// Evaluate a model's samples: every sample run against its tests, the official verdicts
-    /// and result files, resumable. `assay eval pybench` judges recorded PyBench trajectories.
-    Eval(eval_cmd::EvalArgs),
-    /// Ask a model for answers (the official prompts and sanitizer) into a run directory's
-    /// samples.jsonl, resumably.
-    Generate(generate_cmd::GenerateArgs),
-    /// Generate and evaluate, into one run directory: each answer judged as soon as the model
-    /// gives it. Without --model the reference
-    /// solutions answer: a self-check of the whole pipeline that works offline. `assay run
-    /// pybench` runs an agent's PyBench episodes, then their checks.
+    /// Generate and evaluate in one go: a model's answers judged as they come.
+    ///
+    /// Each answer is run against its tests as soon as the model gives it, into one run
+    /// directory that the same command resumes. Without --model the reference solutions
+    /// answer: a check of the whole setup that works offline. `assay run pybench` runs
+    /// PyBench instead. See https://assay-eval.github.io/assay/guides/api-model/.
     Run(run_cmd::RunArgs),
-    /// Ask an LLM judge about a run: `assay judge pybench RUN --judge MODEL` gives PyBench's
-    /// "Pass Rate (LLM)", win/tie/lose against a reference, and how far the judge agrees
-    /// with the unit checks and with itself in the other order.
+    /// Ask a model for answers only, to evaluate later with `assay eval`.
+    ///
+    /// The official prompts and sanitizer; the answers go to samples.jsonl in a run
+    /// directory that the same command resumes.
+    Generate(generate_cmd::GenerateArgs),
+    /// Evaluate answers already generated: each run against its tests.
+    ///
+    /// Gives the official verdicts and result files, in a run directory that the same
+    /// command resumes. `assay eval pybench` judges recorded PyBench trajectories instead.
+    Eval(eval_cmd::EvalArgs),
+    /// Compare runs: pass@k with 95% intervals, and each run against a baseline.
+    ///
+    /// Also status counts, time and tokens; against the baseline, the paired difference,
+    /// McNemar's test and the tasks that flipped.
+    Report(report_cmd::ReportArgs),
+    /// Browse runs in a local web UI.
+    ///
+    /// Samples filtered by status, task, library and error text; each sample's tests and
+    /// traceback; PyBench episodes turn by turn; the differences between runs. See
+    /// https://assay-eval.github.io/assay/view/.
+    View(view_cmd::ViewArgs),
+    /// Export runs to Inspect AI, MLflow or Weights & Biases.
+    ///
+    /// As Inspect AI eval logs, for `inspect view` (by default into ./logs/, where it looks),
+    /// or as MLflow or Weights & Biases runs, one per assay run, which a second export
+    /// updates. See https://assay-eval.github.io/assay/export/.
+    Export(export_cmd::ExportArgs),
+    /// Join the shards of a run split over machines into one run directory.
+    ///
+    /// The official result files and the summary are written again from the records.
+    Merge(merge_cmd::MergeArgs),
+    /// Run the reference solutions, to see which tasks this machine can pass at all.
+    ///
+    /// The official ground-truth check: it says why the tasks that fail fail. Results are
+    /// cached.
+    Check(check_cmd::CheckArgs),
+    /// Ask an LLM judge about a PyBench run.
     #[command(subcommand)]
     Judge(judge_cmd::JudgeCommand),
-    /// Join the shards of a run (`--shard I/N`, run on many machines) into one run directory,
-    /// its official files and summary written again from the records.
-    Merge(merge_cmd::MergeArgs),
-    /// Compare runs: pass@k with 95% intervals, status counts, time and tokens, and each run
-    /// against a baseline (the paired difference, McNemar's test, the tasks that flipped).
-    Report(report_cmd::ReportArgs),
-    /// Export run directories: as Inspect AI eval logs, for `inspect view` (by default into
-    /// ./logs/, where it looks), or as MLflow or Weights & Biases runs, one per assay run,
-    /// updated by a second export.
-    Export(export_cmd::ExportArgs),
-    /// Browse runs in a local web UI: runs, samples filtered by status, task, library and
-    /// error text, each sample's tests and traceback, PyBench episodes turn by turn, diffs.
-    View(view_cmd::ViewArgs),
-    /// The verifier service: BigCodeBench verdicts, unittest and script jobs and interpreter
-    /// sessions over HTTP, with NeMo Gym's /verify and SandboxFusion's /run_code as drop-ins
-    /// (docs/serve.md).
+    /// List, install and check the coding agents that can solve tasks.
+    ///
+    /// Codex, Claude Code, mini-swe-agent, or an agent of your own declared in a file. See
+    /// https://assay-eval.github.io/assay/agents/.
+    #[command(subcommand)]
+    Agents(agents_cmd::AgentsCommand),
+    /// Fetch benchmark data that assay cannot ship (PyBench's).
+    #[command(subcommand)]
+    Data(data_cmd::DataCommand),
+    /// Serve verdicts and sandboxed code runs over HTTP, for training and other tools.
+    ///
+    /// BigCodeBench verdicts, unittest and script jobs, and interpreter sessions, with NeMo
+    /// Gym's /verify and SandboxFusion's /run_code as drop-in replacements. See
+    /// https://assay-eval.github.io/assay/serve/.
     Serve(serve_cmd::ServeArgs),
     /// Run untrusted Python in the sandbox: check the isolation, run a script or a test.
+    ///
+    /// See https://assay-eval.github.io/assay/sandbox/.
     #[command(subcommand)]
     Sandbox(sandbox_cmd::SandboxCommand),
+    /// Set up and inspect the Python environments evaluated code runs in.
+    #[command(subcommand)]
+    Env(env_cmd::EnvCommand),
 }
 
 fn main() -> std::process::ExitCode {

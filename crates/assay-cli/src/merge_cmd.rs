@@ -10,13 +10,14 @@ use crate::print;
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// The shards' run directories (`--shard I/N` runs of one generate, eval or run;
-    /// BigCodeBench or PyBench).
-    #[arg(required = true)]
+    /// The shards' run directories: the `--shard I/N` runs of one command (generate, eval or
+    /// run; BigCodeBench or PyBench).
+    #[arg(required = true, value_name = "SHARD")]
     pub shards: Vec<PathBuf>,
-    /// The merged run directory (new).
-    #[arg(long)]
+    /// The merged run directory, a new one.
+    #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,

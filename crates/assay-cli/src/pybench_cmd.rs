@@ -14,7 +14,7 @@ use assay_pyenv::{Interpreter, Profile};
 use assay_tasks::pybench::{PyBench, DATA_ENV, REPO_ENV, TASK_FILE, UPSTREAM_COMMIT};
 use clap::{Args, ValueEnum};
 
-use crate::args::{ApiArgs, EngineArgs, ShardArgs};
+use crate::args::{heading, ApiArgs, EngineArgs, ShardArgs};
 use crate::print;
 use crate::progress::{Progress, Spinner};
 
@@ -27,97 +27,108 @@ const AGENT_MAX_TOKENS: u32 = 8192;
 pub enum ChecksArg {
     /// Upstream's unit tests as they are, bugs included: numbers comparable to the paper.
     Faithful,
-    /// Upstream's tests with their bugs corrected (docs/pybench.md lists each).
+    /// Upstream's tests with their bugs corrected
+    /// (https://assay-eval.github.io/assay/pybench/ lists each).
     Fixed,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProtocolArg {
-    /// Upstream's: code in a ```python block of the reply.
+    /// Upstream's: code in a fenced python block of the reply.
     Markdown,
     /// Native tool calls (a `python` tool).
     Tools,
 }
 
-/// What both PyBench commands share.
+/// What both PyBench commands share, flattened last: the sandbox's heading carries over.
 #[derive(Args)]
 pub struct Common {
-    /// The task data: a folder in upstream's layout (data/meta/task.json and the input files
-    /// under data/). Default: $ASSAY_PYBENCH_DATA, else the data `assay data pybench` put in
-    /// assay's cache, fetched first (as that command does) if it is not there.
-    #[arg(long)]
+    /// The task data: a folder in upstream's layout (data/meta/task.json, and the input files
+    /// under data/).
+    ///
+    /// Default: $ASSAY_PYBENCH_DATA, else the data `assay data pybench` fetches into assay's
+    /// cache (fetched first if it is not there).
+    #[arg(long, value_name = "DIR", help_heading = heading::TASKS)]
     pub data: Option<PathBuf>,
-    /// Only these tasks (comma-separated indices or ids: 3,PyBench/15).
-    #[arg(long, value_delimiter = ',')]
+    /// Only these tasks: comma-separated indices or ids, e.g. 3,PyBench/15.
+    #[arg(long, value_name = "IDS", value_delimiter = ',', help_heading = heading::TASKS)]
     pub tasks: Vec<String>,
-    #[command(flatten)]
-    pub shard: ShardArgs,
-    /// Which verdict heads the results (both are recorded).
-    #[arg(long, value_enum, default_value_t = ChecksArg::Faithful)]
+    /// Which checks' verdicts the results lead with (both are recorded).
+    #[arg(long, value_enum, default_value_t = ChecksArg::Faithful,
+          help_heading = heading::EVALUATION)]
     pub checks: ChecksArg,
-    /// The run directory (default: runs/pybench-<checks>-<protocol>-<model>). Rerunning the
-    /// same command resumes it.
-    #[arg(long)]
+    /// The run directory (default: runs/pybench-<checks>-<protocol>-<model>).
+    ///
+    /// The same command run again resumes it.
+    #[arg(long, value_name = "DIR", help_heading = heading::OUTPUT)]
     pub out: Option<PathBuf>,
     /// Print the summary as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,
+    #[command(flatten)]
+    pub shard: ShardArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The agent's model: `openai:MODEL` (OPENAI_API_KEY; with --base-url any
-    /// OpenAI-compatible server), `anthropic:MODEL` (ANTHROPIC_API_KEY), or `replay:FILE` (the
-    /// replies of an upstream trajectory file, in order, whatever the observations say).
-    #[arg(long)]
+    /// The model: `openai:NAME` (key in OPENAI_API_KEY; any OpenAI-compatible server with
+    /// --base-url), `anthropic:NAME` (ANTHROPIC_API_KEY), or `replay:FILE` (the replies of an
+    /// upstream trajectory file, in order, whatever the observations say).
+    #[arg(long, help_heading = heading::MODEL)]
     pub model: String,
+    /// Token limit of a reply (default: upstream's 1000; with --agent, 8192, as coding agents
+    /// write whole files in one reply).
+    ///
+    /// A thinking model can spend all of it thinking: its reply then ends inside its
+    /// thinking, with no code and no answer.
+    #[arg(long, value_name = "N", help_heading = heading::MODEL)]
+    pub max_tokens: Option<u32>,
     #[command(flatten)]
     pub api: ApiArgs,
-    /// How the agent's code reaches the interpreter.
-    #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown)]
+    /// How the model's code reaches the interpreter.
+    #[arg(long, value_enum, default_value_t = ProtocolArg::Markdown,
+          help_heading = heading::EPISODES)]
     pub protocol: ProtocolArg,
     /// Replies an episode may have.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, help_heading = heading::EPISODES)]
     pub max_turns: u32,
-    /// Token limit of a reply (default: upstream's 1000; with --agent, 8192, as coding
-    /// agents write whole files in one reply). A thinking model can spend that much thinking:
-    /// its reply then ends inside its thinking, with no code and no answer.
-    #[arg(long)]
-    pub max_tokens: Option<u32>,
-    /// A coding agent that solves each task instead of upstream's loop: `codex`,
-    /// `claude-code`, `mini-swe-agent` (see `assay agents list`), or a declaration file
-    /// `NAME.toml`; installed first if it is not. Its model requests are the turns
-    /// (--max-turns bounds them).
-    #[arg(long)]
+    /// Seconds a cell may run before it is interrupted (KeyboardInterrupt).
+    #[arg(long, value_name = "SECS", default_value_t = 120, help_heading = heading::EPISODES)]
+    pub cell_timeout: u64,
+    /// Characters of a cell's output the model reads (its head and tail kept; 0: all of it,
+    /// as upstream).
+    #[arg(long, value_name = "N", default_value_t = 20_000, help_heading = heading::EPISODES)]
+    pub observation_chars: usize,
+    /// A coding agent to solve each task instead of upstream's loop: `codex`, `claude-code`,
+    /// `mini-swe-agent`, or a declaration file NAME.toml.
+    ///
+    /// It is installed first if it is not (`assay agents list` shows them). Its model
+    /// requests are the turns, which --max-turns bounds.
+    #[arg(long, value_name = "AGENT", help_heading = heading::AGENT)]
     pub agent: Option<String>,
     /// With --agent: seconds an episode may take, the agent's commands included.
-    #[arg(long, default_value_t = 1200)]
+    #[arg(long, value_name = "SECS", default_value_t = 1200, help_heading = heading::AGENT)]
     pub agent_timeout: u64,
-    /// With --agent: tokens an episode's model requests may use (prompt and reply, as the
-    /// provider counts them); past them the agent is ended and judged on what it produced.
-    #[arg(long)]
+    /// With --agent: tokens an episode's model requests may use (prompts and replies, as the
+    /// provider counts them); past them the agent is stopped and judged on what it produced.
+    #[arg(long, value_name = "N", help_heading = heading::AGENT)]
     pub agent_tokens: Option<u64>,
-    /// Seconds a cell may run before it is interrupted (KeyboardInterrupt).
-    #[arg(long, default_value_t = 120)]
-    pub cell_timeout: u64,
-    /// Characters of a cell's output the model reads (head and tail kept; 0: everything, as
-    /// upstream).
-    #[arg(long, default_value_t = 20_000)]
-    pub observation_chars: usize,
     #[command(flatten)]
     pub common: Common,
 }
 
 #[derive(Args)]
 pub struct EvalArgs {
-    /// Recorded trajectories: upstream's trajectory.jsonl format (`index`, `messages`).
-    #[arg(long)]
+    /// The recorded trajectories, in upstream's trajectory.jsonl format (`index`,
+    /// `messages`).
+    #[arg(long, value_name = "FILE")]
     pub trajectories: PathBuf,
-    /// The run's output folder (upstream's ./output/); without it, checks that read output
-    /// files are `infra`.
-    #[arg(long)]
+    /// The folder of files the recorded run wrote (upstream's ./output/).
+    ///
+    /// Without it, the checks that read those files cannot run, and count as `infra`.
+    #[arg(long, value_name = "DIR")]
     pub outputs: Option<PathBuf>,
     #[command(flatten)]
     pub common: Common,

@@ -9,16 +9,18 @@ use clap::Args;
 #[derive(Args)]
 pub struct ReportArgs {
     /// Run directories (BigCodeBench or PyBench) or official `*_eval_results.json` files.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
-    /// The run the others are compared with (default: the first). Added when not among RUNS.
-    #[arg(long)]
+    /// The run the others are compared with (default: the first); added to the runs if it
+    /// is not among them.
+    #[arg(long, value_name = "RUN")]
     pub baseline: Option<PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Also write the report as one self-contained HTML file (charts inline, nothing fetched).
-    #[arg(long)]
+    /// Also write the report as one self-contained HTML file (charts inline, nothing
+    /// fetched).
+    #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 

@@ -12,7 +12,7 @@ use assay_pyenv::Interpreter;
 use clap::Args;
 use serde_json::json;
 
-use crate::args::{DatasetArgs, JudgingArgs, ModelArgs, RunDirArgs, ShardArgs};
+use crate::args::{heading, DatasetArgs, JudgingArgs, ModelArgs, RunDirArgs, ShardArgs};
 use crate::print;
 use crate::progress::{Progress, Spinner};
 use crate::secrets;
@@ -20,8 +20,11 @@ use crate::secrets;
 /// The other benchmark, with its own options.
 #[derive(clap::Subcommand)]
 pub enum PybenchRun {
-    /// PyBench: an agent drives a persistent interpreter over input files, for up to ten
-    /// turns; unit checks judge what it produced.
+    /// Run PyBench: a model works on data files in a Python session; checks judge the result.
+    ///
+    /// In each episode the model drives a persistent interpreter over the task's input files
+    /// for up to ten turns; unit checks then judge what it produced. The same command resumes
+    /// the run. See https://assay-eval.github.io/assay/pybench/.
     Pybench(Box<crate::pybench_cmd::RunArgs>),
 }
 
@@ -33,32 +36,34 @@ pub struct RunArgs {
     #[command(flatten)]
     pub tasks: DatasetArgs,
     #[command(flatten)]
-    pub shard: ShardArgs,
-    #[command(flatten)]
     pub model: ModelArgs,
+    /// A coding agent to write each answer instead of the model replying: `codex`,
+    /// `claude-code`, `mini-swe-agent`, or a declaration file NAME.toml.
+    ///
+    /// The agent works in a workspace of its own and writes solution.py, which is judged as
+    /// a model's answer is. It is installed first if it is not (`assay agents list` shows
+    /// them). --max-tokens then defaults to 8192.
+    #[arg(long, value_name = "AGENT", help_heading = heading::AGENT)]
+    pub agent: Option<String>,
+    /// With --agent: model requests an episode may make.
+    #[arg(long, value_name = "N", default_value_t = 30, help_heading = heading::AGENT)]
+    pub max_turns: u32,
+    /// With --agent: seconds an episode may take, the agent's commands included.
+    #[arg(long, value_name = "SECS", default_value_t = 600, help_heading = heading::AGENT)]
+    pub agent_timeout: u64,
+    /// With --agent: tokens an episode's model requests may use (prompts and replies, as the
+    /// provider counts them); past them the agent is stopped and judged on what it produced.
+    #[arg(long, value_name = "N", help_heading = heading::AGENT)]
+    pub agent_tokens: Option<u64>,
+    #[command(flatten)]
+    pub judging: JudgingArgs,
     #[command(flatten)]
     pub run_dir: RunDirArgs,
     /// Print the summary as JSON.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,
     #[command(flatten)]
-    pub judging: JudgingArgs,
-    /// A coding agent that writes each answer to solution.py in a workspace of its own
-    /// instead of the model replying: `codex`, `claude-code`, `mini-swe-agent` (see `assay
-    /// agents list`), or a declaration file `NAME.toml`; installed first if it is not. The
-    /// file is judged as a model's answer is. --max-tokens then defaults to 8192.
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// With --agent: model requests an episode may make.
-    #[arg(long, default_value_t = 30)]
-    pub max_turns: u32,
-    /// With --agent: seconds an episode may take, the agent's commands included.
-    #[arg(long, default_value_t = 600)]
-    pub agent_timeout: u64,
-    /// With --agent: tokens an episode's model requests may use (prompt and reply, as the
-    /// provider counts them); past them the agent is ended and judged on what it produced.
-    #[arg(long)]
-    pub agent_tokens: Option<u64>,
+    pub shard: ShardArgs,
 }
 
 /// A coding agent's token limit per reply when --max-tokens is not given.

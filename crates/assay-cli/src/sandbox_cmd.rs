@@ -8,38 +8,39 @@ use anyhow::{Context, Result};
 use assay_sandbox::{Engine, InputFile, Limits, ScriptJob, SessionSpec, Status, UnittestJob};
 use clap::{Args, Subcommand};
 
-use crate::args::EngineArgs;
+use crate::args::{heading, EngineArgs};
 
 #[derive(Subcommand)]
 pub enum SandboxCommand {
-    /// Start the engine, report the isolation this machine gives, and run a few self-check
-    /// jobs (a unittest job, a pandas + matplotlib job, a session).
+    /// Check the sandbox: the isolation this machine gives, and a few jobs that must pass.
+    ///
+    /// The jobs: a unittest job, a pandas and matplotlib job, and an interpreter session.
     Check {
-        #[command(flatten)]
-        engine: EngineArgs,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
     /// Run a Python script in the sandbox; its exit code becomes assay's.
     Run {
         /// The script to run.
         script: PathBuf,
-        /// Arguments for the script.
+        /// Arguments for the script, after `--`.
         #[arg(last = true)]
         args: Vec<String>,
         /// A file to place in the working directory (repeatable; its name is kept).
-        #[arg(long = "file")]
+        #[arg(long = "file", value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Copy the files the script leaves in its working directory here.
-        #[arg(long)]
+        #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         #[command(flatten)]
-        engine: EngineArgs,
-        #[command(flatten)]
         limits: LimitArgs,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
-    /// Run code and its unittest tests together, as BigCodeBench does, and print the verdict.
+    /// Run code against its unittest tests, as BigCodeBench does, and print the verdict.
     Test {
         /// The code under test.
         code: PathBuf,
@@ -52,19 +53,20 @@ pub enum SandboxCommand {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        engine: EngineArgs,
-        #[command(flatten)]
         limits: LimitArgs,
+        #[command(flatten)]
+        engine: EngineArgs,
     },
 }
 
 #[derive(Args, Clone)]
+#[command(next_help_heading = heading::LIMITS)]
 pub struct LimitArgs {
     /// Wall-clock limit in seconds.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub timeout: f64,
     /// Memory limit in MiB.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
     pub memory: u64,
 }
 

@@ -12,76 +12,84 @@ use assay_tasks::bigcodebench::VERSIONS;
 use clap::{Args, ValueEnum};
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::args::{EngineArgs, SemanticsArgs};
+use crate::args::{heading, EngineArgs, SemanticsArgs};
 use crate::secrets;
+
+/// `--help`'s headings of the service's own options.
+const NETWORK: &str = "Network";
+const BIGCODEBENCH: &str = "BigCodeBench";
+const SESSIONS: &str = "Sessions";
 
 #[derive(Args)]
 pub struct ServeArgs {
     /// The address to listen on. Any other than loopback needs a secret (--token-file, or
     /// ASSAY_SERVE_TOKEN in the environment), or --open.
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    #[arg(long, value_name = "ADDR", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST),
+          help_heading = NETWORK)]
     pub host: IpAddr,
     /// The port (0: any free one; the line printed once listening gives it).
-    #[arg(long, default_value_t = 8000)]
+    #[arg(long, default_value_t = 8000, help_heading = NETWORK)]
     pub port: u16,
     /// A file holding the secret every request must carry (`Authorization: Bearer <secret>`,
-    /// or the secret as the path's first segment). Never give the secret itself as a flag:
-    /// other users see flags.
-    #[arg(long, value_name = "FILE")]
+    /// or the secret as the path's first segment). Never pass the secret itself on the
+    /// command line: other users can see it.
+    #[arg(long, value_name = "FILE", help_heading = NETWORK)]
     pub token_file: Option<PathBuf>,
     /// Serve an address other than loopback with no secret: anyone who reaches it runs code
     /// in the sandbox.
-    #[arg(long)]
+    #[arg(long, help_heading = NETWORK)]
     pub open: bool,
-    /// The BigCodeBench version answers are judged against unless they name one.
-    #[arg(long, default_value = VERSIONS[0], value_parser = clap::builder::PossibleValuesParser::new(VERSIONS))]
-    pub version: String,
     /// Jobs that may wait for the sandbox beyond those running; past them requests get 503
-    /// with Retry-After (default: 4 x the jobs that run at once, --max-jobs).
-    #[arg(long, value_name = "N")]
+    /// with Retry-After (default: 4 x --max-jobs).
+    #[arg(long, value_name = "N", help_heading = heading::LIMITS)]
     pub queue: Option<usize>,
     /// The longest any job may run, in seconds, whatever a request asks (BigCodeBench's
-    /// budgets are capped by it too; 240 is the official limit).
-    #[arg(long, value_name = "SECS", default_value_t = 240.0)]
+    /// time budgets are capped by it too; 240 is the official limit).
+    #[arg(long, value_name = "SECS", default_value_t = 240.0, help_heading = heading::LIMITS)]
     pub max_timeout: f64,
     /// The most memory any job may use, in MiB, whatever a request asks (and what
-    /// BigCodeBench answers get, as `assay eval --memory`).
-    #[arg(long, value_name = "MIB", default_value_t = 8192)]
+    /// BigCodeBench answers get, as with `assay eval --memory`).
+    #[arg(long, value_name = "MIB", default_value_t = 8192, help_heading = heading::LIMITS)]
     pub max_memory: u64,
     /// The largest request body, in MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    #[arg(long, value_name = "MIB", default_value_t = 64, help_heading = heading::LIMITS)]
     pub max_body: usize,
+    /// The BigCodeBench version answers are judged against unless they name one.
+    #[arg(long, default_value = VERSIONS[0], value_parser = clap::builder::PossibleValuesParser::new(VERSIONS),
+          help_heading = BIGCODEBENCH)]
+    pub version: String,
+    /// How NeMo Gym's /verify finds the code in an answer, unless the request says
+    /// (`verifier_metadata.extraction`).
+    #[arg(long, value_enum, value_name = "RULES", default_value_t = GymExtraction::Official,
+          help_heading = BIGCODEBENCH)]
+    pub gym_extraction: GymExtraction,
+    /// Run answers as given unless a request asks for the official calibration prefix.
+    #[arg(long, help_heading = BIGCODEBENCH)]
+    pub no_calibrate: bool,
+    /// Judge answers that gamed their tests as the official harness does.
+    #[arg(long, help_heading = BIGCODEBENCH)]
+    pub gamed_as_official: bool,
+    #[command(flatten, next_help_heading = BIGCODEBENCH)]
+    pub semantics: SemanticsArgs,
     /// The environment sessions run in, when not the one --profile names: sessions need
     /// IPython, which `pybench` and `test` have and `bigcodebench` does not.
-    #[arg(long, value_name = "PROFILE")]
+    #[arg(long, value_name = "PROFILE", help_heading = SESSIONS)]
     pub sessions_profile: Option<String>,
     /// Interpreter sessions open at once at most.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = 64, help_heading = SESSIONS)]
     pub max_sessions: usize,
     /// Seconds a session may sit unused before it is closed.
-    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    #[arg(long, value_name = "SECS", default_value_t = 600, help_heading = SESSIONS)]
     pub session_idle: u64,
-    /// How NeMo Gym's /verify finds the code in an answer unless the request says
-    /// (`verifier_metadata.extraction`): the official sanitizer, or NeMo's own rules (to
-    /// reproduce NeMo's numbers).
-    #[arg(long, value_enum, default_value_t = GymExtraction::Official)]
-    pub gym_extraction: GymExtraction,
-    /// BigCodeBench answers run as given unless a request asks for the official calibration
-    /// prefix.
-    #[arg(long)]
-    pub no_calibrate: bool,
-    /// Judge BigCodeBench answers that gamed their tests as the official harness does.
-    #[arg(long)]
-    pub gamed_as_official: bool,
-    #[command(flatten)]
-    pub semantics: SemanticsArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum GymExtraction {
+    /// The official sanitizer.
     Official,
+    /// NeMo Gym's own rules, to reproduce NeMo's numbers.
     Nemo,
 }
 

@@ -11,14 +11,15 @@ use clap::Args;
 #[derive(Args)]
 pub struct ViewArgs {
     /// Run directories (BigCodeBench or PyBench) or official `*_eval_results.json` files.
-    #[arg(required = true)]
+    #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
+
     /// The port (0: any free one).
     #[arg(long, default_value_t = 8765)]
     pub port: u16,
     /// The address to listen on. The default answers this machine only; another address
     /// lets others reach every run given (the page has no login).
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    #[arg(long, value_name = "ADDR", default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     pub host: IpAddr,
 }
 
