@@ -6,6 +6,8 @@
 mod agents_cmd;
 mod args;
 mod check_cmd;
+#[cfg(test)]
+mod cli_reference;
 mod data_cmd;
 mod env_cmd;
 mod eval_cmd;
