@@ -20,8 +20,9 @@ pub enum EnvCommand {
         #[command(flatten)]
         select: Select,
     },
-    /// Print where a profile's environment is (its interpreter is DIR/bin/python), for
-    /// scripts that run a program installed in it.
+    /// Print where a profile's environment is.
+    ///
+    /// Its interpreter is DIR/bin/python, for a script that runs a program installed in it.
     Path {
         #[command(flatten)]
         select: Select,
