@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use assay_pipeline::eval::{eval, EvalRequest};
 use clap::Args;
 
@@ -50,6 +50,11 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
     let Some(samples) = args.samples else {
         anyhow::bail!("--samples is required");
     };
+    // Mistyped paths are said before the environment is set up (minutes, the first time).
+    std::fs::metadata(&samples).with_context(|| format!("--samples {}", samples.display()))?;
+    if let Some(out) = &args.run_dir.out {
+        assay_rundir::check_place(out)?;
+    }
     let tasks = args.tasks.selection(args.shard.resolve()?);
     let judge = args.judging.settings();
     judge.validate()?;

@@ -16,6 +16,7 @@ use assay_pyenv::SetupObserver;
 use assay_report::count;
 
 use crate::args::{ready, Select};
+use crate::print;
 use crate::progress::Spinner;
 use crate::secrets;
 
@@ -116,7 +117,14 @@ fn to_inspect(args: &ExportArgs) -> Result<i32> {
     let mut failed = 0;
     for dir in &args.runs {
         if let Err(e) = inspect_log(dir, args.out.as_deref()) {
-            eprintln!("assay: {}: {e:#}", dir.display());
+            // The run is named once: most errors name its directory (or a file in it).
+            let message = print::error(&e);
+            let dir = dir.display().to_string();
+            if message.contains(&dir) {
+                eprintln!("assay: {message}");
+            } else {
+                eprintln!("assay: {dir}: {message}");
+            }
             failed += 1;
         }
     }

@@ -159,7 +159,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => std::process::ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", print::error(&err));
             std::process::ExitCode::FAILURE
         }
     }

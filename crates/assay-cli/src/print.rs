@@ -9,6 +9,23 @@ use assay_records::{
 };
 use assay_report::{count, dollars};
 
+/// An error and its causes, each said once, as `error: ...` prints it. assay's errors name the
+/// file and put their cause's words in their own message, and also hand the cause on as their
+/// `source()`; anyhow's `{:#}` would then say the cause twice ("x.jsonl: No such file or
+/// directory (os error 2): No such file or directory (os error 2)"). A cause whose words the
+/// message so far already holds is left out.
+pub fn error(err: &anyhow::Error) -> String {
+    let mut text = err.to_string();
+    for cause in err.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
 /// `, $X` when there is a cost, to end a phrase about tokens.
 fn cost(usd: Option<f64>) -> String {
     usd.map(|usd| format!(", {}", dollars(usd)))
@@ -393,4 +410,33 @@ pub fn pybench_data(fetched: &assay_pipeline::pybench_data::Fetched) -> String {
         text.push_str(&format!("  {id}: {}\n", paths.join(", ")));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let missing = std::fs::read("/nonexistent/x.jsonl").unwrap_err();
+        let said = missing.to_string();
+        // As assay's error types are: the cause's words in the message, and the cause chained.
+        #[derive(Debug)]
+        struct Named(std::io::Error);
+        impl std::fmt::Display for Named {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "x.jsonl: {}", self.0)
+            }
+        }
+        impl std::error::Error for Named {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        let err = anyhow::Error::new(Named(missing)).context("reading the samples");
+        assert_eq!(error(&err), format!("reading the samples: x.jsonl: {said}"));
+        // A cause the message does not hold is still said.
+        let err = anyhow::anyhow!("os said no").context("--samples x.jsonl");
+        assert_eq!(error(&err), "--samples x.jsonl: os said no");
+    }
 }

@@ -135,6 +135,10 @@ pub struct EvalArgs {
 }
 
 pub async fn run(args: RunArgs) -> Result<i32> {
+    // Said before the agent's install, the data's fetch and the environment's setup.
+    if let Some(out) = &args.common.out {
+        assay_rundir::check_place(out)?;
+    }
     if !(1..=MAX_CELL_SECONDS).contains(&args.cell_timeout) {
         bail!("--cell-timeout must be from 1 to {MAX_CELL_SECONDS} seconds");
     }
@@ -179,6 +183,9 @@ pub async fn eval(args: EvalArgs) -> Result<i32> {
     // A mistyped path is said before the data is fetched (the pipeline reads the file later).
     std::fs::metadata(&args.trajectories)
         .with_context(|| format!("--trajectories {}", args.trajectories.display()))?;
+    if let Some(out) = &args.common.out {
+        assay_rundir::check_place(out)?;
+    }
     let source = Source::Recorded {
         trajectories: args.trajectories,
         outputs: args.outputs,
@@ -196,7 +203,7 @@ async fn execute(common: Common, source: Source) -> Result<i32> {
     let shard = common.shard.resolve()?;
     // After the checks that cost nothing: fetching the data takes minutes.
     let data = match PyBench::folder(common.data.as_deref()) {
-        Some(data) => data,
+        Some(data) => named_data(data, common.data.is_some())?,
         None => fetched_data().await?,
     };
     let request = PybenchRequest {
@@ -226,6 +233,27 @@ async fn execute(common: Common, source: Source) -> Result<i32> {
         );
     }
     Ok(i32::from(report.unfinished > 0))
+}
+
+/// The data folder --data (`flag`) or $ASSAY_PYBENCH_DATA names, refused before the
+/// environment's setup when it holds no task list: the way to the data assay's checks were
+/// written against is `assay data pybench`, which the message says.
+fn named_data(data: PathBuf, flag: bool) -> Result<PathBuf> {
+    if data.join(TASK_FILE).is_file() {
+        return Ok(data);
+    }
+    let named = if flag {
+        format!("--data {}", data.display())
+    } else {
+        format!("{DATA_ENV}={}", data.display())
+    };
+    let unset = if flag { "leave out --data" } else { "unset it" };
+    bail!(
+        "{named} holds no PyBench data (no {TASK_FILE} there): `assay data pybench` fetches \
+         upstream's data at commit {UPSTREAM_COMMIT}, the one assay's checks were written \
+         against, into assay's cache; then {unset}, or pass --data the folder `assay data \
+         pybench --into DIR` made"
+    )
 }
 
 /// The data when neither --data nor $ASSAY_PYBENCH_DATA names it: what `assay data pybench`

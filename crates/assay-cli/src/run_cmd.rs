@@ -70,6 +70,10 @@ pub struct RunArgs {
 const AGENT_MAX_TOKENS: u32 = 8192;
 
 pub async fn run(args: RunArgs) -> Result<i32> {
+    // Said before the agent's install and the environment's setup (minutes, the first time).
+    if let Some(out) = &args.run_dir.out {
+        assay_rundir::check_place(out)?;
+    }
     let mut settings = args.model.settings();
     let agent = match &args.agent {
         Some(name) => {

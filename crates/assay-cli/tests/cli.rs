@@ -188,3 +188,132 @@ fn env_status_lists_every_profile() {
         ]
     );
 }
+
+/// `assay`'s error for `args` in `dir`: it fails, and says it on one line.
+fn refusal(args: &[&str], dir: &Path) -> String {
+    let out = assay(args, dir);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    err
+}
+
+#[test]
+fn bad_paths_are_said_once_with_what_to_do_before_any_setup() {
+    let dir = tempfile::tempdir().unwrap();
+    let eval = ["eval", "bigcodebench-hard", "--profile", "test"];
+    assert_eq!(
+        refusal(
+            &[&eval[..], &["--samples", "missing.jsonl"]].concat(),
+            dir.path()
+        ),
+        "error: --samples missing.jsonl: No such file or directory (os error 2)\n"
+    );
+    std::fs::write(dir.path().join("s.jsonl"), "").unwrap();
+    std::fs::write(dir.path().join("afile"), "").unwrap();
+    let out_is_a_file = "error: afile is a file, not a run directory: give --out a directory \
+                         (a new one, or a run to resume)\n";
+    assert_eq!(
+        refusal(
+            &[&eval[..], &["--samples", "s.jsonl", "--out", "afile"]].concat(),
+            dir.path()
+        ),
+        out_is_a_file
+    );
+    assert_eq!(
+        refusal(
+            &[
+                "run",
+                "bigcodebench-hard",
+                "--profile",
+                "test",
+                "--out",
+                "afile"
+            ],
+            dir.path()
+        ),
+        out_is_a_file
+    );
+    // A directory that holds no run, to every command that reads one.
+    std::fs::create_dir(dir.path().join("notrun")).unwrap();
+    let not_a_run = "notrun is not a run directory (it has no manifest.json)\n";
+    for args in [
+        &["report", "notrun"][..],
+        &["view", "notrun", "--port", "0"],
+        &["merge", "--out", "merged", "notrun"],
+        &["judge", "pybench", "notrun", "--judge", "openai:x"],
+    ] {
+        assert_eq!(refusal(args, dir.path()), format!("error: {not_a_run}"));
+    }
+    assert_eq!(
+        refusal(&["export", "--to", "inspect", "notrun"], dir.path()),
+        format!("assay: {not_a_run}")
+    );
+    // PyBench data that is not there: the way to upstream's data at the commit assay expects.
+    let err = refusal(
+        &[
+            "eval",
+            "pybench",
+            "--trajectories",
+            "s.jsonl",
+            "--data",
+            "/nonexistent",
+        ],
+        dir.path(),
+    );
+    assert!(
+        err.starts_with("error: --data /nonexistent holds no PyBench data (no data/meta/task.json")
+            && err.contains("`assay data pybench` fetches upstream's data at commit ")
+            && err.contains(assay_tasks::pybench::UPSTREAM_COMMIT),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_tasks_and_missing_keys_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("s.jsonl"), "").unwrap();
+    let eval = [
+        "eval",
+        "bigcodebench-hard",
+        "--profile",
+        "test",
+        "--samples",
+        "s.jsonl",
+    ];
+    assert_eq!(
+        refusal(&[&eval[..], &["--tasks", "13"]].concat(), dir.path()),
+        "error: v0.1.4: no task `13` among its 148 Hard tasks; task ids look like \
+         BigCodeBench/13\n"
+    );
+    assert_eq!(
+        refusal(
+            &[&eval[..], &["--tasks", "BigCodeBench/0"]].concat(),
+            dir.path()
+        ),
+        "error: v0.1.4: no task `BigCodeBench/0` among its 148 Hard tasks (the full set may \
+         have it: `bigcodebench` rather than `bigcodebench-hard`)\n"
+    );
+    let out = common::assay_command(dir.path())
+        .args([
+            "run",
+            "bigcodebench-hard",
+            "--profile",
+            "test",
+            "--model",
+            "openai:gpt-x",
+        ])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stderr),
+        "error: OPENAI_API_KEY is not set: the OpenAI API (api.openai.com) needs an API key; \
+         export OPENAI_API_KEY=<your key> first\n"
+    );
+}

@@ -318,7 +318,7 @@ fn bad_input_is_named_before_anything_runs() {
     let cases: Vec<(Vec<&str>, String)> = vec![
         (
             vec!["run", "pybench", "--model", &shared, "--data", &empty_arg],
-            format!("{empty_arg}/data/meta/task.json"),
+            format!("--data {empty_arg} holds no PyBench data (no data/meta/task.json there)"),
         ),
         (
             vec!["run", "pybench", "--model", &shared, "--data", &broken_arg],

@@ -8,7 +8,7 @@ use crate::context::ContextFull;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// No key (or an empty one) for a server that requires it: Anthropic, or api.openai.com.
-    #[error("{env_var} is not set: {what} needs an API key")]
+    #[error("{env_var} is not set: {what} needs an API key; export {env_var}=<your key> first")]
     MissingApiKey {
         /// Environment variable the key should come from, e.g. `OPENAI_API_KEY`.
         env_var: &'static str,

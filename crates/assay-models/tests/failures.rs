@@ -411,7 +411,8 @@ fn missing_keys_are_refused_where_required() {
     ));
     assert_eq!(
         err.to_string(),
-        "OPENAI_API_KEY is not set: the OpenAI API (api.openai.com) needs an API key"
+        "OPENAI_API_KEY is not set: the OpenAI API (api.openai.com) needs an API key; export \
+         OPENAI_API_KEY=<your key> first"
     );
     let err = without_key("openai:gpt-4o", Some("https://api.openai.com/v1/"))
         .err()
@@ -422,7 +423,8 @@ fn missing_keys_are_refused_where_required() {
         .unwrap();
     assert_eq!(
         err.to_string(),
-        "ANTHROPIC_API_KEY is not set: the Anthropic API needs an API key"
+        "ANTHROPIC_API_KEY is not set: the Anthropic API needs an API key; export \
+         ANTHROPIC_API_KEY=<your key> first"
     );
     // A local OpenAI-compatible server may need none; an empty key counts as none.
     assert!(without_key("openai:local", Some("http://127.0.0.1:8000/v1")).is_ok());

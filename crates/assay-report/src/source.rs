@@ -25,6 +25,12 @@ pub enum SourceError {
         #[source]
         source: std::io::Error,
     },
+    /// A directory that holds no run: the path given is not one `assay` wrote.
+    #[error("{path} is not a run directory (it has no manifest.json)")]
+    NotARun {
+        /// The directory.
+        path: PathBuf,
+    },
     /// The content is not what it should be.
     #[error("{path}:{line}: {message}")]
     Invalid {
@@ -294,7 +300,18 @@ fn label_of(path: &Path) -> String {
 /// refused, never misread.
 pub fn read_manifest(dir: &Path) -> Result<Manifest, SourceError> {
     let path = dir.join("manifest.json");
-    let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+    let text = match std::fs::read_to_string(&path) {
+        // Said of what was given: the directory, there or not.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(match std::fs::metadata(dir) {
+                Ok(_) => SourceError::NotARun {
+                    path: dir.to_path_buf(),
+                },
+                Err(e) => io(dir)(e),
+            })
+        }
+        read => read.map_err(io(&path))?,
+    };
     let manifest: Manifest = serde_json::from_str(&text)
         .map_err(|e| invalid(&path, e.line(), format!("not a manifest: {e}")))?;
     if manifest.schema > SCHEMA {

@@ -73,6 +73,15 @@ pub enum RunDirError {
         /// Why, naming the file read.
         message: String,
     },
+    /// The run directory's path names something that is not a directory.
+    #[error(
+        "{path} is a file, not a run directory: give --out a directory (a new one, or a run to \
+         resume)"
+    )]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
     /// The directory holds no run (no `manifest.json`).
     #[error("{path} is not a run directory (it has no manifest.json)")]
     NotARun {

@@ -29,6 +29,7 @@ mod run_dir;
 pub use error::RunDirError;
 pub use files::{write_atomically, AtomicFile};
 pub use journal::Journal;
+pub use lock::check_place;
 pub use manifest::identity_difference;
 pub use run_dir::{Opened, RunDir};
 

@@ -13,9 +13,22 @@ const LOCK: &str = ".lock";
 const SHARED_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 pub(crate) fn lock_file(path: &Path) -> Result<File, RunDirError> {
+    check_place(path)?;
     std::fs::create_dir_all(path).map_err(io(path))?;
     let lock_path = path.join(LOCK);
     File::create(&lock_path).map_err(io(&lock_path))
+}
+
+/// Refuses a run directory's path that names a file (or anything but a directory): what the
+/// file system would say of it ("File exists") names no mistake. Public so that a command can
+/// say it before the minutes its setup takes.
+pub fn check_place(path: &Path) -> Result<(), RunDirError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => Err(RunDirError::NotADirectory {
+            path: path.to_path_buf(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Takes a shared directory's lock, waiting a bounded time for another process's brief hold.

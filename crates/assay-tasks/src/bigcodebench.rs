@@ -194,9 +194,23 @@ impl Dataset {
     pub fn select(&mut self, ids: &[String]) -> Result<(), Error> {
         let known: HashSet<&str> = self.tasks.iter().map(|t| t.task_id.as_str()).collect();
         if let Some(unknown) = ids.iter().find(|id| !known.contains(id.as_str())) {
+            let hint = match (task_number(unknown), self.subset) {
+                (None, _) => "; task ids look like BigCodeBench/13",
+                (Some(_), Subset::Hard) => {
+                    " (the full set may have it: `bigcodebench` rather than `bigcodebench-hard`)"
+                }
+                (Some(_), Subset::Full) => "",
+            };
             return Err(Error::Invalid {
                 file: self.source.clone(),
-                message: format!("no task `{unknown}` in this dataset"),
+                message: format!(
+                    "no task `{unknown}` among its {}{} tasks{hint}",
+                    self.tasks.len(),
+                    match self.subset {
+                        Subset::Full => "",
+                        Subset::Hard => " Hard",
+                    }
+                ),
             });
         }
         let wanted: HashSet<&str> = ids.iter().map(String::as_str).collect();

@@ -217,8 +217,18 @@ fn directories_without_judged_samples_are_refused() {
         err.contains("manifest.json") && err.contains("bigcodebench-generate"),
         "{err}"
     );
+    // A path that is not there is said as given; a directory without a run, as not one.
     let missing = export(&dir.path().join("nowhere")).unwrap_err().to_string();
-    assert!(missing.contains("nowhere/manifest.json"), "{missing}");
+    assert!(
+        missing.ends_with("nowhere: No such file or directory (os error 2)"),
+        "{missing}"
+    );
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let empty = export(&dir.path().join("empty")).unwrap_err().to_string();
+    assert!(
+        empty.ends_with("empty is not a run directory (it has no manifest.json)"),
+        "{empty}"
+    );
 }
 
 #[test]

@@ -119,12 +119,9 @@ impl RunSource {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
         let (files, root) = if meta.is_dir() {
-            let manifest = path.join("manifest.json");
-            if !manifest.is_file() {
-                return Err(ViewError::Invalid {
-                    path: manifest,
-                    line: 0,
-                    message: "missing: not a run directory".into(),
+            if !path.join("manifest.json").is_file() {
+                return Err(ViewError::NotARun {
+                    path: path.to_path_buf(),
                 });
             }
             let root = std::fs::canonicalize(path).map_err(|e| io_error(path, e))?;
