@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use assay_eval::bigcodebench::ground_truth::failed_ids;
+use assay_eval::bigcodebench::ground_truth::{could_not_run, failed_ids};
 use assay_records::{
     ContextCounts, EvalSummary, GenerationOutcome, GroundTruthSummary, Slow, Split,
     StabilitySummary, TokenUsage, OFFICIAL_TIMEOUT_SECONDS,
@@ -89,9 +89,9 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
     println!(
         "  ground truth here: {:.4}{}",
         truth.pass_rate,
-        match truth.failed_tasks.len() {
-            0 => String::new(),
-            n => format!(" ({n} reference solutions fail here; `assay check` lists them)"),
+        match not_passing(truth).as_str() {
+            "" => String::new(),
+            said => format!(" ({said}; `assay check` lists them)"),
         }
     );
     if scores.tasks_judged < summary.tasks_in_dataset {
@@ -147,6 +147,41 @@ pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSu
         summary.wall_seconds,
         dir.display()
     );
+}
+
+/// The references that do not pass here, those that ran and failed apart from those that could
+/// not run (`infra`), e.g. `2 reference solutions fail here, 3 could not run here (infra)`;
+/// empty when all pass. The official `gt_pass_rate` and `failed_tasks` count both as failed.
+fn not_passing(truth: &GroundTruthSummary) -> String {
+    let unrun = truth
+        .failed_tasks
+        .values()
+        .filter(|reason| could_not_run(reason))
+        .count();
+    let failing = truth.failed_tasks.len() - unrun;
+    let unrun_said = |subject: &str| format!("{unrun} {subject} not run here (infra)");
+    match (failing, unrun) {
+        (0, 0) => String::new(),
+        (_, 0) => format!(
+            "{} here",
+            count(
+                failing,
+                "reference solution fails",
+                "reference solutions fail"
+            )
+        ),
+        (0, 1) => unrun_said("reference solution could"),
+        (0, _) => unrun_said("reference solutions could"),
+        _ => format!(
+            "{} here, {}",
+            count(
+                failing,
+                "reference solution fails",
+                "reference solutions fail"
+            ),
+            unrun_said("could")
+        ),
+    }
 }
 
 /// Prints what `--stability` found.
@@ -276,9 +311,14 @@ pub fn check(benchmark: &str, tasks: usize, summary: &GroundTruthSummary) {
         "{benchmark}: the reference solutions of {:.4} of {tasks} tasks pass here",
         summary.pass_rate
     );
-    if !summary.failed_tasks.is_empty() {
-        println!("  failing ({}):", summary.failed_tasks.len());
-        for task in failed_ids(summary) {
+    let (unrun, failing): (Vec<&str>, Vec<&str>) = failed_ids(summary)
+        .into_iter()
+        .partition(|task| could_not_run(&summary.failed_tasks[*task]));
+    for (heading, tasks) in [("failing", failing), ("could not run here (infra)", unrun)] {
+        if !tasks.is_empty() {
+            println!("  {heading} ({}):", tasks.len());
+        }
+        for task in tasks {
             println!("    {task}: {}", first_line(&summary.failed_tasks[task]));
         }
     }
@@ -414,7 +454,45 @@ pub fn pybench_data(fetched: &assay_pipeline::pybench_data::Fetched) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::error;
+    use std::collections::BTreeMap;
+
+    use assay_records::{GroundTruthSummary, ProcessPeaks};
+
+    use super::{error, not_passing};
+
+    fn truth(reasons: &[&str]) -> GroundTruthSummary {
+        GroundTruthSummary {
+            pass_rate: 0.5,
+            failed_tasks: reasons
+                .iter()
+                .enumerate()
+                .map(|(n, r)| (format!("BigCodeBench/{n}"), r.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            cache: Default::default(),
+            processes: ProcessPeaks {
+                measured: 0,
+                highest: Vec::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn references_that_could_not_run_are_not_said_to_fail() {
+        assert_eq!(not_passing(&truth(&[])), "");
+        assert_eq!(
+            not_passing(&truth(&["fail: 1 of 2 tests failed"])),
+            "1 reference solution fails here"
+        );
+        let nltk = "infra: NLTK data missing";
+        assert_eq!(
+            not_passing(&truth(&[nltk, nltk, "not run"])),
+            "3 reference solutions could not run here (infra)"
+        );
+        assert_eq!(
+            not_passing(&truth(&["error: ImportError", "timeout: 240 s", nltk])),
+            "2 reference solutions fail here, 1 could not run here (infra)"
+        );
+    }
 
     #[test]
     fn a_cause_already_in_the_message_is_said_once() {

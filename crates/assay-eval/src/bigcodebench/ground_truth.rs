@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use assay_records::{
     Conditions, GroundTruthSummary, Identity, Kind, Manifest, ProcessPeaks, ReferenceResult,
-    SampleRecord, OFFICIAL_TIMEOUT_SECONDS,
+    SampleRecord, Status, OFFICIAL_TIMEOUT_SECONDS,
 };
 use assay_rundir::{RunDir, RunDirError};
 use assay_sandbox::{default_processes, Engine, Limits};
@@ -71,7 +71,7 @@ impl GroundTruth {
             .filter_map(|t| match self.tasks.get(&t.task_id) {
                 Some(r) if r.passed() => None,
                 Some(r) => Some((t.task_id.clone(), format!("{}: {}", r.status, r.reason))),
-                None => Some((t.task_id.clone(), "not run".to_string())),
+                None => Some((t.task_id.clone(), NOT_RUN.to_string())),
             })
             .collect()
     }
@@ -100,6 +100,20 @@ impl GroundTruth {
 
 /// Tasks listed by [`GroundTruth::processes`], highest first.
 pub const PEAKS_LISTED: usize = 10;
+
+/// The `failed_tasks` reason of a task whose reference has not been run here.
+const NOT_RUN: &str = "not run";
+
+/// Whether a `failed_tasks` reason, as [`GroundTruth::failures`] writes it, is of a reference
+/// that could not run here (`infra`: the environment decided, say no internet or no NLTK
+/// data; or not run at all) rather than one that ran and did not pass. The official
+/// `failed_tasks` lists both alike; what assay says apart from it tells them apart.
+pub fn could_not_run(reason: &str) -> bool {
+    reason == NOT_RUN
+        || reason
+            .strip_prefix(Status::Infra.as_str())
+            .is_some_and(|rest| rest.starts_with(": "))
+}
 
 /// `failed_tasks` in the official order (task order).
 pub fn failed_ids(summary: &GroundTruthSummary) -> Vec<&str> {
@@ -366,6 +380,13 @@ mod tests {
         assert_eq!(failures[&tasks[1].task_id], "fail: fail");
         assert_eq!(failures[&tasks[3].task_id], "not run");
         assert_eq!(truth.pass_rate(&[]), 0.0);
+        // The reference that failed is told apart from those that could not run here.
+        let unrun: Vec<bool> = tasks[1..]
+            .iter()
+            .map(|t| could_not_run(&failures[&t.task_id]))
+            .collect();
+        assert_eq!(unrun, [false, true, true]);
+        assert!(!could_not_run("fail: infrastructure: test_x"));
     }
 
     #[test]
