@@ -1,7 +1,7 @@
 //! One thing being counted, with its rate and time left from the work done this session, and
 //! how rates and durations read. Apart, as it is plain arithmetic on instants, tested so.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// One thing being counted: answers, judge requests, reference runs, verdicts (checks),
 /// episodes, reruns.
@@ -19,6 +19,12 @@ pub(super) struct Count {
     pub(super) began: Instant,
     /// When it was first complete: the rate stops there.
     ended: Option<Instant>,
+    /// `done` when last settled, to see it grow.
+    settled: usize,
+    /// When the work left was due by the rate when `done` last grew. Past it the rate has
+    /// said a time that was wrong (the last jobs are slower than the average), and says
+    /// nothing more.
+    due: Option<Instant>,
 }
 
 impl Count {
@@ -30,6 +36,8 @@ impl Count {
             earlier,
             began: now,
             ended: None,
+            settled: earlier,
+            due: None,
         }
     }
 
@@ -47,12 +55,18 @@ impl Count {
         self.done >= self.total
     }
 
-    /// Marks when it became complete.
+    /// Marks when it became complete, and when it grew, when the rest is due by the rate.
     pub(super) fn settle(&mut self, now: Instant) {
         if self.shown() && self.complete() {
             self.ended.get_or_insert(now);
         } else {
             self.ended = None;
+        }
+        if self.done != self.settled {
+            self.settled = self.done;
+            self.due = self
+                .by_rate(now)
+                .map(|left| now + Duration::from_secs_f64(left));
         }
     }
 
@@ -71,17 +85,34 @@ impl Count {
         (new > 0).then(|| new as f64 / self.seconds(now))
     }
 
+    /// Seconds the work left takes at the rate so far, once there is a rate.
+    fn by_rate(&self, now: Instant) -> Option<f64> {
+        let rate = self.rate(now)?;
+        Some(self.total.saturating_sub(self.done) as f64 / rate)
+    }
+
     /// The rate and, while unfinished, the time left, no less than `least_left` seconds (what
     /// the jobs running are expected to take yet; none: no ETA, something else says what is
-    /// left): `2.1/s, ETA 13 s`; empty before this session did any of it.
+    /// left): `2.1/s, ETA 13 s`; empty before this session did any of it. Once the time the
+    /// rate gave has passed with the work not done, the rate's ETA was wrong: what the jobs
+    /// running are expected to take is said if anything, else `ETA ?`.
     pub(super) fn pace(&self, now: Instant, least_left: Option<f64>) -> String {
         let Some(rate) = self.rate(now) else {
             return String::new();
         };
         let mut pace = per_time(rate);
         if let (false, Some(least_left)) = (self.complete(), least_left) {
-            let left = ((self.total - self.done) as f64 / rate).max(least_left);
-            pace.push_str(&format!(", ETA {}", duration(left.ceil() as u64)));
+            let by_rate = (self.total - self.done) as f64 / rate;
+            let overdue = self.due.is_some_and(|due| now > due);
+            let left = match (overdue, least_left > 0.0) {
+                (false, _) => Some(by_rate.max(least_left)),
+                (true, true) => Some(least_left),
+                (true, false) => None,
+            };
+            match left {
+                Some(left) => pace.push_str(&format!(", ETA {}", duration(left.ceil() as u64))),
+                None => pace.push_str(", ETA ?"),
+            }
         }
         pace
     }
@@ -123,6 +154,44 @@ pub(super) fn duration(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_eta_the_rate_gave_is_not_said_once_it_has_passed() {
+        let start = Instant::now();
+        let at = |s: f64| start + Duration::from_secs_f64(s);
+        let mut verdicts = Count::new("verdicts", 148, 0, at(0.0));
+        verdicts.done = 147;
+        verdicts.settle(at(147.0));
+        // One left at 1/s: due in a second.
+        assert_eq!(verdicts.pace(at(147.0), Some(0.0)), "1.0/s, ETA 1 s");
+        assert_eq!(verdicts.pace(at(148.0), Some(0.0)), "60/min, ETA 2 s");
+        // Past it, the rate knows nothing: the ETA is unknown, not "2 s" for minutes...
+        assert_eq!(verdicts.pace(at(148.5), Some(0.0)), "59/min, ETA ?");
+        assert_eq!(verdicts.pace(at(297.0), Some(0.0)), "30/min, ETA ?");
+        // ...unless the jobs running are expected to take longer yet.
+        assert_eq!(
+            verdicts.pace(at(297.0), Some(90.0)),
+            "30/min, ETA 1 min 30 s"
+        );
+        // Before it, the jobs running are the least it says.
+        assert_eq!(
+            verdicts.pace(at(147.0), Some(90.0)),
+            "1.0/s, ETA 1 min 30 s"
+        );
+        // The next one in sets a new due time from the rate then.
+        verdicts.total = 150;
+        verdicts.done = 148;
+        verdicts.settle(at(300.0));
+        assert_eq!(verdicts.pace(at(300.0), Some(0.0)), "30/min, ETA 5 s");
+        assert_eq!(verdicts.pace(at(306.0), Some(0.0)), "29/min, ETA ?");
+        // Done: no ETA at all.
+        verdicts.done = 150;
+        verdicts.settle(at(310.0));
+        assert_eq!(verdicts.pace(at(400.0), Some(0.0)), "29/min");
+        // Nothing done this session yet: nothing to say.
+        let fresh = Count::new("verdicts", 10, 4, at(0.0));
+        assert_eq!(fresh.pace(at(60.0), Some(0.0)), "");
+    }
 
     #[test]
     fn rates_and_times_read_well() {

@@ -186,10 +186,16 @@ fn a_run_counts_answers_and_verdicts_apart() {
     assert_eq!(progress.verdicts.total, 3);
     progress.on_event_at(&answered("BigCodeBench/3", 100, 2, None), at(5.0));
     // The answers ended at 5 s: 3 this session (the kept one is not this session's
-    // pace). The verdicts: 1 new in 10 s (not 2: the kept one was not judged now).
+    // pace). The verdicts: 1 new in 10 s (not 2: the kept one was not judged now); the one
+    // left was due by 6 s at the rate of 3 s, so the rate's ETA is past.
+    assert_eq!(
+        line(&progress, at(5.0)),
+        "answers 4/4 (36/min) · verdicts 2/3 (12/min, ETA 5 s) · pass 1 · fail 1 · \
+         2 in flight · 57 req/min · 40 tok/s · 1 retries · 1 failed"
+    );
     assert_eq!(
         line(&progress, at(10.0)),
-        "answers 4/4 (36/min) · verdicts 2/3 (6.0/min, ETA 10 s) · pass 1 · fail 1 · \
+        "answers 4/4 (36/min) · verdicts 2/3 (6.0/min, ETA ?) · pass 1 · fail 1 · \
          2 in flight · 57 req/min · 20 tok/s · 1 retries · 1 failed"
     );
     let state = progress.state_at(at(10.0));
@@ -197,7 +203,7 @@ fn a_run_counts_answers_and_verdicts_apart() {
         state.counts,
         vec![
             ("answers", 4, 4, "36/min".to_string()),
-            ("verdicts", 2, 3, "6.0/min, ETA 10 s".to_string()),
+            ("verdicts", 2, 3, "6.0/min, ETA ?".to_string()),
         ]
     );
     progress.on_event_at(
@@ -350,9 +356,10 @@ fn pybench_counts_episodes_and_checks_apart() {
          57 req/min"
     );
     progress.on_event_at(&episode_judged("PyBench/1", Status::Pass), at(5.0));
+    // The episode left was due by 4.5 s at the rate of 3 s: past it, no ETA is said.
     assert_eq!(
         line(&progress, at(10.0)),
-        "episodes 3/4 (12/min, ETA 5 s) · checks 2/4 (6.0/min, ETA 20 s) · pass 1 · \
+        "episodes 3/4 (12/min, ETA ?) · checks 2/4 (6.0/min, ETA 20 s) · pass 1 · \
          5 in flight (limit 2 of 8) · 57 req/min"
     );
     // An episode checked again (read, not played) has ended too.
