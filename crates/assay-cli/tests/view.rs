@@ -404,6 +404,38 @@ fn the_viewer_follows_a_run_in_progress() {
     assert_eq!(runs[0]["state"], "finished");
     assert_eq!(runs[0]["judged"], 4);
     assert_eq!(runs[0]["statuses"], finished_counts, "{runs}");
+    // The runs list says what the terminal's summary says: tasks judged, and those set apart
+    // (once the figures, kept a few seconds while a run changes, are the new file's).
+    let judged_cell = "document.querySelector('table.runs tbody td.num').innerText";
+    let figures_come_to = |field: &str, value: u64| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let runs = server.json("/api/runs");
+            if runs[0]["figures"][field] == value {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{field} never {value}: {runs}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    figures_come_to("judged", 4);
+    browser.goto(&format!("{}/#/", server.url));
+    browser.wait_for(&format!("{judged_cell} === '4 / 4 tasks'"));
+    // A task whose only sample could not run here (`infra`) is set apart, not judged: the
+    // run as it would have ended with the last sample `infra`.
+    let mut infra: Value = serde_json::from_str(&records[3]).unwrap();
+    infra["status"] = json!("infra");
+    let journal = [&records[0], &records[1], &records[2], &infra.to_string()]
+        .map(|r| format!("{r}\n"))
+        .concat();
+    std::fs::write(live.join("results.new"), journal).unwrap();
+    std::fs::rename(live.join("results.new"), live.join("results.jsonl")).unwrap();
+    figures_come_to("infra_tasks", 1);
+    browser.eval("location.reload(), true");
+    browser.wait_for(&format!("{judged_cell} === '3 / 4 tasks, 1 set apart'"));
     browser.assert_silent();
 }
 

@@ -143,9 +143,24 @@ function runRow(run) {
       run.error ? el("div", { class: "error-box" }, run.error) : null),
     el("td", {}, run.benchmark), el("td", {}, run.split || "–"), el("td", {}, run.model || "–"),
     el("td", {}, badge(run.state)),
-    el("td", { class: "num" }, run.expected ? `${run.judged} / ${run.expected}` : String(run.judged)),
+    el("td", { class: "num" }, judgedText(run)),
     el("td", { class: "num" }, figures ? interval(figures.pass_at_k["1"]) : "–"),
     el("td", {}, statusBar(run.statuses)));
+}
+
+/**
+ * A run's "judged" as the terminal's summary says it: tasks judged of the tasks with a sample,
+ * and those set apart (`infra` only: they could not run here, so no verdict), then the samples
+ * read of those to come while some are still to come. A count of samples read would call an
+ * `infra` sample judged.
+ */
+function judgedText(run) {
+  const f = run.figures;
+  const coming = run.expected && run.judged < run.expected ? `${run.judged} / ${run.expected} samples` : null;
+  if (!f) return coming || String(run.judged);
+  const tasks = `${f.judged} / ${plural(f.tasks, "task", "tasks")}` +
+    (f.infra_tasks ? `, ${f.infra_tasks} set apart` : "");
+  return coming ? `${tasks} (${coming})` : tasks;
 }
 
 function drawPick(pick, runs) {
@@ -215,7 +230,7 @@ async function runView(id, params) {
         s.split ? el("span", {}, "split ", el("b", {}, s.split)) : null,
         el("span", {}, "model ", el("b", {}, s.model || "–")),
         el("span", {}, "kind ", el("b", {}, s.kind)),
-        el("span", {}, "judged ", el("b", {}, s.expected ? `${s.judged} of ${s.expected}` : String(s.judged))),
+        el("span", {}, "samples read ", el("b", {}, s.expected ? `${s.judged} of ${s.expected}` : String(s.judged))),
         f && f.wall_seconds ? el("span", {}, "wall ", el("b", {}, secs(f.wall_seconds))) : null,
         f && f.tokens ? el("span", {}, "tokens ", el("b", {}, tokensText(f.tokens))) : null,
         f && f.gamed ? el("span", {}, "gamed their tests ",
