@@ -326,6 +326,23 @@ fn unittest_and_script_jobs_and_their_limits() {
         413,
     );
     assert!(big["error"].is_string(), "{big}");
+    // A body not said to be JSON is refused, and the error says what header it needs.
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    let body = json!({"code": "1"}).to_string();
+    write!(
+        stream,
+        "POST /v1/run HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: text/plain\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 415 "), "{answer}");
+    assert!(
+        answer.ends_with(r#"{"error":"Expected request with `Content-Type: application/json`"}"#),
+        "{answer}"
+    );
 
     // What /metrics counts.
     let (status, metrics) = get(&server, "/metrics");
