@@ -690,7 +690,10 @@ impl ModelArgs {
     pub fn settings(&self) -> ModelSettings {
         ModelSettings {
             model: self.model.clone(),
-            base_url: self.model.as_deref().and_then(|model| self.api.base_url(model)),
+            base_url: self
+                .model
+                .as_deref()
+                .and_then(|model| self.api.base_url(model)),
             direct_completion: self.direct_completion,
             split: self.split.split(),
             n: self.n,

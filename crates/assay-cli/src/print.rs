@@ -36,11 +36,11 @@ fn cost(usd: Option<f64>) -> String {
 pub fn evaluation(benchmark: &str, split: Split, version: &str, summary: &EvalSummary, dir: &Path) {
     let scores = &summary.scores;
     println!(
-        "{benchmark} ({}, {version}): {} samples, {} of {} tasks judged",
+        "{benchmark} ({}, {version}): {}, {} of {} judged",
         split.as_str(),
-        summary.samples,
+        count(summary.samples, "sample", "samples"),
         scores.tasks_judged,
-        summary.tasks_in_dataset
+        count(summary.tasks_in_dataset, "task", "tasks")
     );
     let set_apart = match (scores.samples_set_apart, scores.tasks_set_apart.len()) {
         (0, _) => String::new(),
@@ -237,10 +237,10 @@ fn stability(found: &StabilitySummary) {
 pub fn generation(outcome: &GenerationOutcome) {
     let t = &outcome.totals;
     println!(
-        "generated {} samples ({} requests, {} retried; tokens: {} prompt, {} completion{}{}; \
+        "generated {} ({}, {} retried; tokens: {} prompt, {} completion{}{}; \
          latency mean {:.1} s, max {:.1} s)",
-        outcome.samples,
-        t.requests,
+        count(outcome.samples, "sample", "samples"),
+        count(t.requests, "request", "requests"),
         t.retried_requests,
         t.usage.prompt_tokens,
         t.usage.completion_tokens,
@@ -346,8 +346,10 @@ fn first_line(reason: &str) -> String {
 /// task, as the paper divides, and over the judged ones), per category, turns and tokens.
 pub fn pybench(summary: &assay_records::PybenchSummary, dir: &Path) {
     println!(
-        "pybench: {} tasks, {} judged, headline: {} checks",
-        summary.tasks, summary.judged, summary.checks
+        "pybench: {}, {} judged, headline: {} checks",
+        count(summary.tasks, "task", "tasks"),
+        summary.judged,
+        summary.checks
     );
     for (name, figures) in [("faithful", &summary.faithful), ("fixed", &summary.fixed)] {
         let categories: Vec<String> = figures

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use assay_sandbox::{Engine, InputFile, Limits, ScriptJob, SessionSpec, Status, UnittestJob};
+use assay_sandbox::{
+    Enforcement, Engine, InputFile, IsolationLevel, Layers, Limits, ScriptJob, SessionSpec, Status,
+    UnittestJob,
+};
 use clap::{Args, Subcommand};
 
 use crate::args::{heading, EngineArgs};
@@ -163,11 +166,17 @@ async fn check(args: &EngineArgs, json: bool) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         let report = engine.isolation();
-        println!("isolation: {:?}", report.level);
-        println!("  layers: {}", serde_json::to_string(&report.layers)?);
+        println!("isolation: {}", level_word(report.level));
+        let (have, lack) = layers(&report.layers);
+        println!("  layers: {}", have.join(", "));
+        if !lack.is_empty() {
+            println!("  missing: {}", lack.join(", "));
+        }
         println!(
-            "  limits: memory via {:?}, cgroup {}, tree kill by {}",
-            report.memory_limit, report.cgroup, report.tree_kill
+            "  limits: memory by {} ({}); a job's whole process tree is killed via {}",
+            enforcement_word(report.memory_limit),
+            report.cgroup,
+            report.tree_kill
         );
         let modules = engine
             .preload_report()
@@ -189,6 +198,54 @@ async fn check(args: &EngineArgs, json: bool) -> Result<i32> {
         }
     }
     Ok(if passed { 0 } else { 1 })
+}
+
+/// The isolation level as the JSON report words it.
+fn level_word(level: IsolationLevel) -> &'static str {
+    match level {
+        IsolationLevel::Full => "full",
+        IsolationLevel::Partial => "partial",
+        IsolationLevel::Minimal => "minimal",
+    }
+}
+
+/// How memory is limited, as the JSON report words it.
+fn enforcement_word(enforcement: Enforcement) -> &'static str {
+    match enforcement {
+        Enforcement::Cgroup => "cgroup",
+        Enforcement::Rlimit => "rlimit",
+    }
+}
+
+/// The confinement layers a job has, and those it lacks, in words.
+fn layers(layers: &Layers) -> (Vec<String>, Vec<String>) {
+    let landlock = match layers.landlock_abi {
+        0 => "Landlock".to_string(),
+        abi => format!("Landlock (ABI {abi})"),
+    };
+    let all = [
+        ("user namespace", layers.user_ns),
+        ("mount namespace", layers.mount_ns),
+        ("PID namespace", layers.pid_ns),
+        ("IPC namespace", layers.ipc_ns),
+        (
+            if layers.network {
+                "network (allowed)"
+            } else {
+                "network namespace (no network)"
+            },
+            layers.net_ns || layers.network,
+        ),
+        ("private /tmp", layers.private_tmp),
+        ("private /dev/shm", layers.private_shm),
+        ("unprivileged uid", layers.unprivileged),
+        ("no_new_privs", layers.no_new_privs),
+        (landlock.as_str(), layers.landlock_abi > 0),
+        ("seccomp", layers.seccomp),
+    ];
+    let (have, lack): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, on)| *on);
+    let names = |list: Vec<(&str, bool)>| list.into_iter().map(|(n, _)| n.to_string()).collect();
+    (names(have), names(lack))
 }
 
 async fn run_script(

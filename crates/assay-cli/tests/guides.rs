@@ -191,14 +191,18 @@ fn the_comparison_allows_numbers_spaces_and_elisions_only() {
     assert!(!shows("pass@1 0.9662", "pass@k 0.9662"));
     assert!(!shows("wrote runs/… in … s", "wrote runs/x in 12 ms"));
     assert!(!shows("judged 3 tasks", "judged 3 tasks, 2 failed"));
-    let page = "text\n```console\n$ assay run \\\n    --x 1\nout 1\n\n$ echo\n```\n```sh\n$ no\n```\n\
+    let page =
+        "text\n```console\n$ assay run \\\n    --x 1\nout 1\n\n$ echo\n```\n```sh\n$ no\n```\n\
                 ```python title=\"a.py\"\nprint(1)\n```\n";
     let steps = steps(page);
     assert_eq!(steps.len(), 3, "{steps:?}");
     assert_eq!(steps[0].command, "assay run \\\n    --x 1");
     assert_eq!(steps[0].shown, ["out 1"]);
     assert_eq!((steps[1].line, steps[1].command.as_str()), (7, "echo"));
-    assert_eq!(steps[2].command, "cat > a.py <<'@@EOF@@'\nprint(1)\n@@EOF@@");
+    assert_eq!(
+        steps[2].command,
+        "cat > a.py <<'@@EOF@@'\nprint(1)\n@@EOF@@"
+    );
 }
 
 /// The loopback model every page's `openai:` models are asked through.
@@ -253,7 +257,8 @@ fn run_guide(page: &str) {
     let steps = steps(&text);
     assert!(!steps.is_empty(), "{page} has no ```console commands");
 
-    let mut script = String::from("exec 2>&1\nset -o pipefail\ntrap 'kill $(jobs -p) 2>/dev/null' EXIT\n");
+    let mut script =
+        String::from("exec 2>&1\nset -o pipefail\ntrap 'kill $(jobs -p) 2>/dev/null' EXIT\n");
     for (i, step) in steps.iter().enumerate() {
         let must_succeed = u8::from(!step.refused());
         script.push_str(&format!(
@@ -407,7 +412,10 @@ fn every_guide_is_run() {
     found.sort();
     let mut run: Vec<String> = PAGES.iter().map(|p| p.to_string()).collect();
     run.sort();
-    assert_eq!(found, run, "a page of docs/guides/ that no test runs, or the reverse");
+    assert_eq!(
+        found, run,
+        "a page of docs/guides/ that no test runs, or the reverse"
+    );
 }
 
 macro_rules! guides {

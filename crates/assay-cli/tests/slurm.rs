@@ -456,11 +456,11 @@ fn the_array_script_on_a_real_slurm_merges_into_the_single_run() {
         let said = format!("shard {index}/{SHARDS} on ");
         // The script passes no --shard: assay reads the array's variables itself.
         let resolved = format!("running shard {index}/{SHARDS} (from SLURM_ARRAY_TASK_ID)");
-        let checked = log.find("isolation: Full");
+        let checked = log.find("isolation: full");
         let ran = log.find(&said);
         if ran.is_none() || checked.is_none() || !log.contains(&resolved) {
             cluster.fail(&format!(
-                "array task {index} did not say `{said}`, `isolation: Full` and \
+                "array task {index} did not say `{said}`, `isolation: full` and \
                  `{resolved}`:\n{log}"
             ));
         }

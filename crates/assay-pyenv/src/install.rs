@@ -105,8 +105,13 @@ impl Environment {
         std::fs::write(&requirements, self.profile.requirements)
             .map_err(|e| Error::io(&requirements, e))?;
         observer.step(&format!(
-            "installing {} pinned packages of profile `{}` with {}",
+            "installing {} pinned package{} of profile `{}` with {}",
             self.profile.package_count(),
+            if self.profile.package_count() == 1 {
+                ""
+            } else {
+                "s"
+            },
             self.profile.name,
             match installer {
                 Installer::Uv(_) => "uv",

@@ -12,7 +12,7 @@ use std::fmt::Write;
 use assay_records::{Agreement, JudgeFigures, PositionBias, PublishedJudge, ReplyLeniency};
 
 use crate::text::{escape, listed};
-use crate::{dollars, Report, RunFigures};
+use crate::{count, dollars, Report, RunFigures};
 
 /// Unreadable and failed tasks the terminal gives the reasons of.
 const REASONS_PRINTED: usize = 5;
@@ -69,11 +69,10 @@ pub fn counts(f: &JudgeFigures) -> String {
         );
     }
     format!(
-        "{} tasks, {} set apart, {} verdicts read{lenient}, {} unreadable, {} not \
-         answered{reasked}",
-        f.tasks,
+        "{}, {} set apart, {} read{lenient}, {} unreadable, {} not answered{reasked}",
+        count(f.tasks, "task", "tasks"),
         f.set_apart.len(),
-        f.read,
+        count(f.read, "verdict", "verdicts"),
         f.unreadable.len(),
         f.failed.len()
     )

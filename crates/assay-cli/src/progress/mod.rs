@@ -253,9 +253,14 @@ impl Progress {
         match event {
             RunEvent::Notice { message } => self.say(message),
             RunEvent::GenerationStarted { samples, done } => {
-                if *done > 0 {
+                if *done >= *samples && *samples > 0 {
                     self.say(&format!(
-                        "{done} of {samples} answers are already there; asking for the rest"
+                        "all {samples} answers are already there: nothing to ask"
+                    ));
+                } else if *done > 0 {
+                    self.say(&format!(
+                        "{done} of {samples} answers are already there; asking for the other {}",
+                        samples - done
                     ));
                 }
                 self.answers = Count::new("answers", *samples, *done, now);
