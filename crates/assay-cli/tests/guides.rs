@@ -210,10 +210,50 @@ fn model_server() -> &'static MockServer {
     static SERVER: OnceLock<MockServer> = OnceLock::new();
     SERVER.get_or_init(|| {
         let server = MockServer::start_on_thread();
-        server.respond_with(Route::Chat, |body| Reply::chat(&[&answer(body)]));
+        server.respond_with(Route::Chat, |body| {
+            agent_turn(body).unwrap_or_else(|| Reply::chat(&[&answer(body)]))
+        });
         server.respond_with(Route::Messages, |body| Reply::message(&answer(body)));
         server
     })
+}
+
+/// A coding agent's turn, when the request offers the one `bash` tool mini-swe-agent offers:
+/// the task's reference solution written to `solution.py`, then the command that submits.
+fn agent_turn(body: &Value) -> Option<Reply> {
+    let tools = body["tools"].as_array()?;
+    if !tools.iter().any(|t| t["function"]["name"] == "bash") {
+        return None;
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let text: String = messages
+        .iter()
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+            _ => String::new(),
+        })
+        .collect();
+    let task = common::hard()
+        .tasks
+        .into_iter()
+        .find(|t| text.contains(t.complete_prompt.trim()))?;
+    let command = if messages.iter().any(|m| m["role"] == "tool") {
+        "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT".to_string()
+    } else {
+        format!(
+            "cat > solution.py <<'GUIDE_EOF'\n{}\nGUIDE_EOF",
+            task.reference_solution()
+        )
+    };
+    let call = serde_json::json!([{"id": "call_guide", "type": "function",
+        "function": {"name": "bash", "arguments": serde_json::json!({"command": command}).to_string()}}]);
+    Some(Reply::ok(serde_json::json!({
+        "id": "chatcmpl-guide", "object": "chat.completion", "created": 0, "model": "guide",
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                     "message": {"role": "assistant", "content": "", "tool_calls": call}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    })))
 }
 
 /// What the loopback model answers to a chat request.
