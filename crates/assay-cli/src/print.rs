@@ -251,9 +251,9 @@ pub fn generation(outcome: &GenerationOutcome) {
     );
     if t.cut_short > 0 || t.empty > 0 {
         println!(
-            "  warning: {} answers hit the token limit (--max-tokens), {} are empty; they are \
-             scored as they are",
-            t.cut_short, t.empty
+            "  warning: {} the token limit (--max-tokens), {} empty; they are scored as they are",
+            count(t.cut_short, "answer hit", "answers hit"),
+            count(t.empty, "is", "are")
         );
     }
     if t.thinking > 0 {
