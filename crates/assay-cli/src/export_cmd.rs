@@ -211,7 +211,7 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
         spinner.step(&format!(
             "logging {} to {} (at most {} s)",
             count(runs.len(), "run", "runs"),
-            tracker.profile(),
+            tracker.name(),
             args.timeout
         ));
         let secrets = secrets::tracker_secrets();
@@ -242,7 +242,7 @@ fn to_tracker(args: &ExportArgs, tracker: &Tracker) -> Result<i32> {
                 eprintln!(
                     "assay: {} -> {} run {} \"{}\" ({how}, {} metrics): {}",
                     run.dir.display(),
-                    tracker.profile(),
+                    tracker.name(),
                     uploaded.run_id,
                     run.name,
                     run.metrics.len(),

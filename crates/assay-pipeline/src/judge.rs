@@ -197,9 +197,12 @@ impl Judge {
         if opened.resumed {
             listener.on_event(&RunEvent::Notice {
                 message: format!(
-                    "resuming {} ({} samples already evaluated)",
+                    "resuming {} ({} already evaluated)",
                     out.display(),
-                    opened.records.len()
+                    match opened.records.len() {
+                        1 => "1 sample".to_string(),
+                        n => format!("{n} samples"),
+                    }
                 ),
             });
         }

@@ -35,6 +35,13 @@ const MLFLOW_DEFAULTS: [(&str, &str); 2] = [
 /// MLflow uploader beside its own variables.
 pub const AZURE_SECRETS: [&str; 2] = ["AZURE_CLIENT_SECRET", "ARM_CLIENT_SECRET"];
 
+/// Whether an MLflow tracking URI names a database MLflow opens itself (SQLAlchemy's schemes).
+fn is_database(uri: &str) -> bool {
+    let scheme = uri.split(':').next().unwrap_or_default();
+    let dialect = scheme.split('+').next().unwrap_or_default();
+    ["sqlite", "postgresql", "mysql", "mssql"].contains(&dialect)
+}
+
 /// Where runs go.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tracker {
@@ -55,9 +62,20 @@ pub enum Tracker {
 }
 
 impl Tracker {
-    /// The profile whose environment the uploader runs in.
+    /// The tracker's name, as users call it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tracker::Mlflow { .. } => "mlflow",
+            Tracker::Wandb { .. } => "wandb",
+        }
+    }
+
+    /// The profile whose environment the uploader runs in: MLflow's client (`mlflow-skinny`)
+    /// for a server, the whole of MLflow for a store it opens itself (`sqlite:///mlflow.db`,
+    /// another database), which needs SQLAlchemy and the store's code.
     pub fn profile(&self) -> &'static str {
         match self {
+            Tracker::Mlflow { tracking_uri, .. } if is_database(tracking_uri) => "mlflow-server",
             Tracker::Mlflow { .. } => "mlflow",
             Tracker::Wandb { .. } => "wandb",
         }
@@ -262,6 +280,29 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+
+    #[test]
+    fn a_database_store_gets_the_whole_of_mlflow_and_a_server_its_client() {
+        let mlflow = |uri: &str| Tracker::Mlflow {
+            tracking_uri: uri.into(),
+            experiment: "e".into(),
+        };
+        for uri in [
+            "sqlite:///mlflow.db",
+            "postgresql+psycopg2://h/db",
+            "mysql://h/db",
+        ] {
+            assert_eq!(mlflow(uri).profile(), "mlflow-server", "{uri}");
+        }
+        for uri in [
+            "http://127.0.0.1:5000",
+            "https://x",
+            "databricks",
+            "file:./mlruns",
+        ] {
+            assert_eq!(mlflow(uri).profile(), "mlflow", "{uri}");
+        }
+    }
 
     fn run(key: &str) -> TrackedRun {
         TrackedRun {
