@@ -6,7 +6,7 @@
 //! and least of all the sandbox's worker. So no child inherits it. [`command`] starts from an
 //! empty environment; [`Inherit::Tools`] lets through by name only what fetching and installing
 //! packages needs (the search path, the home and cache directories, locale, proxies, TLS trust
-//! and the index settings of uv and pip), and [`Inherit::Nothing`] nothing at all. Whatever else a
+//! and the index settings of uv, pip and npm), and [`Inherit::Nothing`] nothing at all. Whatever else a
 //! child needs, its caller sets explicitly. The one exception is a program the user names for
 //! assay to start on their behalf (a model server): [`Inherit::AllBut`] gives it their
 //! environment without the keys assay holds.
@@ -54,14 +54,17 @@ const TOOL_VARIABLES: &[&str] = &[
     "SSL_CERT_DIR",
     "REQUESTS_CA_BUNDLE",
     "CURL_CA_BUNDLE",
+    // Node's (npm installing a coding agent): it trusts only its own bundle otherwise, and an
+    // egress proxy with its own authority then fails every install (SELF_SIGNED_CERT_IN_CHAIN).
+    "NODE_EXTRA_CA_CERTS",
     // A pyenv shim given as the interpreter resolves its version from these.
     "PYENV_ROOT",
     "PYENV_VERSION",
 ];
 
 /// Variables a set-up tool may see, by prefix: the installers' own settings (index URLs,
-/// caches, certificates, offline mode).
-const TOOL_PREFIXES: &[&str] = &["UV_", "PIP_"];
+/// caches, certificates, offline mode), npm's among them.
+const TOOL_PREFIXES: &[&str] = &["UV_", "PIP_", "npm_config_", "NPM_CONFIG_"];
 
 /// Whether a set-up tool may see the variable `name`.
 fn tool_may_see(name: &OsStr) -> bool {
@@ -100,7 +103,15 @@ mod tests {
 
     #[test]
     fn tools_see_their_settings_and_no_keys() {
-        for allowed in ["PATH", "HOME", "https_proxy", "UV_INDEX_URL", "PIP_CERT"] {
+        for allowed in [
+            "PATH",
+            "HOME",
+            "https_proxy",
+            "UV_INDEX_URL",
+            "PIP_CERT",
+            "NODE_EXTRA_CA_CERTS",
+            "npm_config_cafile",
+        ] {
             assert!(tool_may_see(OsStr::new(allowed)), "{allowed}");
         }
         for secret in [
