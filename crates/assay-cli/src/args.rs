@@ -201,7 +201,7 @@ impl ShardArgs {
     }
 }
 
-/// Where a run's files go.
+/// Where a run's files go, and how its summary is printed.
 #[derive(Args)]
 #[command(next_help_heading = heading::OUTPUT)]
 pub struct RunDirArgs {
@@ -211,6 +211,9 @@ pub struct RunDirArgs {
     /// run again.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// How code runs, beyond the sandbox.

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use assay_pipeline::eval::{eval, EvalRequest};
 use clap::Args;
 
-use crate::args::{heading, DatasetArgs, JudgingArgs, RunDirArgs, ShardArgs, SplitArg};
+use crate::args::{DatasetArgs, JudgingArgs, RunDirArgs, ShardArgs, SplitArg};
 use crate::print;
 use crate::progress::Progress;
 
@@ -39,9 +39,6 @@ pub struct EvalArgs {
     pub judging: JudgingArgs,
     #[command(flatten)]
     pub run_dir: RunDirArgs,
-    /// Print the summary as JSON.
-    #[arg(long, help_heading = heading::OUTPUT)]
-    pub json: bool,
     #[command(flatten)]
     pub shard: ShardArgs,
 }
@@ -66,11 +63,11 @@ pub async fn run(args: EvalArgs) -> Result<i32> {
         judge,
         env: args.judging.engine.environment().await?,
     };
-    let mut progress = Progress::new(args.json);
+    let mut progress = Progress::new(args.run_dir.json);
     let report = eval(request, &mut progress).await;
     drop(progress);
     let report = report?;
-    if args.json {
+    if args.run_dir.json {
         println!("{}", serde_json::to_string_pretty(&report.summary)?);
     } else {
         print::evaluation(

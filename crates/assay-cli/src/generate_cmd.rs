@@ -8,7 +8,7 @@ use assay_pipeline::generate::{generate_only, GenerateRequest};
 use clap::Args;
 use serde_json::json;
 
-use crate::args::{heading, DatasetArgs, ModelArgs, RunDirArgs, ShardArgs};
+use crate::args::{DatasetArgs, ModelArgs, RunDirArgs, ShardArgs};
 use crate::progress::Progress;
 use crate::secrets;
 
@@ -24,9 +24,6 @@ pub struct GenerateArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub run_dir: RunDirArgs,
-    /// Print the outcome as JSON.
-    #[arg(long, help_heading = heading::OUTPUT)]
-    pub json: bool,
     #[command(flatten)]
     pub shard: ShardArgs,
 }
@@ -38,12 +35,12 @@ pub async fn run(args: GenerateArgs) -> Result<i32> {
         out: args.run_dir.out,
         python: assay_pyenv::Interpreter::discover(args.python.as_deref())?.executable,
     };
-    let mut progress = Progress::new(args.json);
+    let mut progress = Progress::new(args.run_dir.json);
     let report = generate_only(request, &mut progress).await;
     drop(progress);
     let report = report?;
     let samples = report.dir.join(assay_rundir::SAMPLES);
-    if args.json {
+    if args.run_dir.json {
         let mut doc = json!(report.outcome);
         doc["dir"] = json!(report.dir);
         println!("{}", serde_json::to_string_pretty(&doc)?);

@@ -59,9 +59,6 @@ pub struct RunArgs {
     pub judging: JudgingArgs,
     #[command(flatten)]
     pub run_dir: RunDirArgs,
-    /// Print the summary as JSON.
-    #[arg(long, help_heading = heading::OUTPUT)]
-    pub json: bool,
     #[command(flatten)]
     pub shard: ShardArgs,
 }
@@ -99,7 +96,7 @@ pub async fn run(args: RunArgs) -> Result<i32> {
     };
     let chosen = settings.choose(true, secrets::key)?;
     let tasks = args.tasks.selection(args.shard.resolve()?);
-    if args.model.model.is_none() && !args.json {
+    if args.model.model.is_none() && !args.run_dir.json {
         let benchmark = tasks.benchmark();
         eprintln!(
             "assay: no --model: the reference solutions answer (a self-check of the pipeline). \
@@ -117,11 +114,11 @@ pub async fn run(args: RunArgs) -> Result<i32> {
         env: args.judging.engine.environment().await?,
         agent,
     };
-    let mut progress = Progress::new(args.json);
+    let mut progress = Progress::new(args.run_dir.json);
     let report = run_pipeline(request, &mut progress).await;
     drop(progress);
     let report = report?;
-    if args.json {
+    if args.run_dir.json {
         println!(
             "{}",
             serde_json::to_string_pretty(

@@ -244,7 +244,9 @@ fn answers_are_judged_as_they_come_and_a_kill_loses_nothing() {
         dir.path().join("run/results.jsonl"),
         dir.path().join("run/generation.jsonl"),
     );
-    let count = |path: &Path| std::fs::read_to_string(path).map_or(0, |t| t.lines().count());
+    // Whole lines only: a record half written when the file is read is not there yet (the kill
+    // below would otherwise leave it torn, for the resume to drop).
+    let count = |path: &Path| std::fs::read_to_string(path).map_or(0, |t| t.matches('\n').count());
     let deadline = Instant::now() + Duration::from_secs(120);
     while count(&results) < 2 {
         assert!(
