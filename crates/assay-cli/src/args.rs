@@ -452,20 +452,6 @@ fn extra_body(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, 
 }
 
 impl ApiArgs {
-    /// Where `model` (a spec) is asked: `--base-url`, else (unless `--serve` starts the server,
-    /// whose `--port` says where) the variable the provider's own SDK reads
-    /// (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`; empty counts as unset), else the provider's
-    /// own API.
-    pub fn base_url(&self, model: &str) -> Option<String> {
-        if self.base_url.is_some() || self.serve.serve.is_some() {
-            return self.base_url.clone();
-        }
-        let provider = model.parse::<ModelSpec>().ok()?.provider;
-        std::env::var(provider.base_url_env_var())
-            .ok()
-            .filter(|url| !url.is_empty())
-    }
-
     /// The fields to add to every request body.
     pub fn extra_body(&self) -> ExtraBody {
         ExtraBody::new(
@@ -483,7 +469,7 @@ impl ApiArgs {
             .and_then(|spec| secrets::key(&spec.provider))
             .map(ApiKey::new);
         Access {
-            base_url: self.base_url(model),
+            base_url: self.base_url.clone(),
             api_key,
             request_timeout: self.request_timeout,
             retries: self.retries,
@@ -693,10 +679,7 @@ impl ModelArgs {
     pub fn settings(&self) -> ModelSettings {
         ModelSettings {
             model: self.model.clone(),
-            base_url: self
-                .model
-                .as_deref()
-                .and_then(|model| self.api.base_url(model)),
+            base_url: self.api.base_url.clone(),
             direct_completion: self.direct_completion,
             split: self.split.split(),
             n: self.n,

@@ -47,13 +47,7 @@ fn section(page: &mut String, cmd: &Command, depth: usize) {
         blank_line(page);
         page.push_str("**Commands**\n\n");
         for sub in &subcommands {
-            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
-            let _ = writeln!(
-                page,
-                "- `{}`: {}",
-                sub.get_name(),
-                sentence(&inline(&about))
-            );
+            item(page, "", sub.get_name(), sub.get_about());
         }
     }
     for (heading, args) in groups(cmd, depth) {
@@ -178,16 +172,16 @@ fn option(page: &mut String, arg: &Arg) {
     if described {
         page.push('\n');
         for value in values {
-            let help = value.get_help().map(|h| h.to_string()).unwrap_or_default();
-            let _ = writeln!(
-                page,
-                "    - `{}`: {}",
-                value.get_name(),
-                sentence(&inline(&help))
-            );
+            item(page, "    ", value.get_name(), value.get_help());
         }
     }
     page.push('\n');
+}
+
+/// A named thing and its one-line help as a list item (a subcommand, a possible value).
+fn item(page: &mut String, indent: &str, name: &str, help: Option<&clap::builder::StyledStr>) {
+    let help = help.map(|h| h.to_string()).unwrap_or_default();
+    let _ = writeln!(page, "{indent}- `{name}`: {}", sentence(&inline(&help)));
 }
 
 /// How the option is written: `-n, --n-samples <N>`, `<RUNS>...`, `-- <ARGS>...`.

@@ -159,28 +159,25 @@ fn not_passing(truth: &GroundTruthSummary) -> String {
         .filter(|reason| could_not_run(reason))
         .count();
     let failing = truth.failed_tasks.len() - unrun;
-    let unrun_said = |subject: &str| format!("{unrun} {subject} not run here (infra)");
+    let fail = count(
+        failing,
+        "reference solution fails",
+        "reference solutions fail",
+    );
+    // After the failing ones, the number alone: "2 ... fail here, 3 could not run here".
+    let could = match failing {
+        0 => count(
+            unrun,
+            "reference solution could",
+            "reference solutions could",
+        ),
+        _ => format!("{unrun} could"),
+    };
     match (failing, unrun) {
         (0, 0) => String::new(),
-        (_, 0) => format!(
-            "{} here",
-            count(
-                failing,
-                "reference solution fails",
-                "reference solutions fail"
-            )
-        ),
-        (0, 1) => unrun_said("reference solution could"),
-        (0, _) => unrun_said("reference solutions could"),
-        _ => format!(
-            "{} here, {}",
-            count(
-                failing,
-                "reference solution fails",
-                "reference solutions fail"
-            ),
-            unrun_said("could")
-        ),
+        (_, 0) => format!("{fail} here"),
+        (0, _) => format!("{could} not run here (infra)"),
+        _ => format!("{fail} here, {could} not run here (infra)"),
     }
 }
 

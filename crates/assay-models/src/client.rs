@@ -104,7 +104,16 @@ impl Client {
             Provider::OpenAi => OPENAI_DEFAULT_BASE,
             Provider::Anthropic => ANTHROPIC_DEFAULT_BASE,
         };
-        let base = config.base_url.as_deref().unwrap_or(default_base);
+        // The URL given (or where a server started for the run listens), else the one the
+        // provider's own SDK reads from the environment, else the provider's API.
+        let from_env = std::env::var(provider.base_url_env_var())
+            .ok()
+            .filter(|url| !url.is_empty());
+        let base = config
+            .base_url
+            .as_deref()
+            .or(from_env.as_deref())
+            .unwrap_or(default_base);
         let url = reqwest::Url::parse(base).map_err(|err| ConfigError::BadBaseUrl {
             url: base.to_string(),
             reason: err.to_string(),

@@ -72,6 +72,8 @@ pub struct ClientConfig {
     /// OpenAI: the base URL including `/v1`, as the OpenAI SDK takes it (default
     /// `https://api.openai.com/v1`; we POST `{base}/chat/completions`). Anthropic: as the
     /// Anthropic SDK takes it (default `https://api.anthropic.com`; we POST `{base}/v1/messages`).
+    /// When none is given, `OPENAI_BASE_URL` or `ANTHROPIC_BASE_URL` is read, as the SDKs
+    /// read them.
     pub base_url: Option<String>,
     /// From `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`, read by the caller. An OpenAI-compatible local
     /// server may need none; api.openai.com and Anthropic do. An empty key counts as none.

@@ -65,8 +65,8 @@ impl Count {
         if self.done != self.settled {
             self.settled = self.done;
             self.due = self
-                .by_rate(now)
-                .map(|left| now + Duration::from_secs_f64(left));
+                .rate(now)
+                .map(|rate| now + Duration::from_secs_f64(self.left_at(rate)));
         }
     }
 
@@ -85,10 +85,9 @@ impl Count {
         (new > 0).then(|| new as f64 / self.seconds(now))
     }
 
-    /// Seconds the work left takes at the rate so far, once there is a rate.
-    fn by_rate(&self, now: Instant) -> Option<f64> {
-        let rate = self.rate(now)?;
-        Some(self.total.saturating_sub(self.done) as f64 / rate)
+    /// Seconds the work left takes at `rate`.
+    fn left_at(&self, rate: f64) -> f64 {
+        self.total.saturating_sub(self.done) as f64 / rate
     }
 
     /// The rate and, while unfinished, the time left, no less than `least_left` seconds (what
@@ -102,12 +101,11 @@ impl Count {
         };
         let mut pace = per_time(rate);
         if let (false, Some(least_left)) = (self.complete(), least_left) {
-            let by_rate = (self.total - self.done) as f64 / rate;
             let overdue = self.due.is_some_and(|due| now > due);
-            let left = match (overdue, least_left > 0.0) {
-                (false, _) => Some(by_rate.max(least_left)),
-                (true, true) => Some(least_left),
-                (true, false) => None,
+            let left = if overdue {
+                (least_left > 0.0).then_some(least_left)
+            } else {
+                Some(self.left_at(rate).max(least_left))
             };
             match left {
                 Some(left) => pace.push_str(&format!(", ETA {}", duration(left.ceil() as u64))),
